@@ -1,0 +1,1 @@
+//! FTP wire codec (in progress).

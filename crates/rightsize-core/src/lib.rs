@@ -1,0 +1,8 @@
+//! rightsize's core: everything that decides, and nothing that does I/O.
+//!
+//! This crate reads no clock, opens no socket and touches no file. It holds
+//! the units (bytes, bit rates, durations), the bandwidth-delay arithmetic,
+//! the host-tuning advice, and the FTP wire codec. Time, where needed, is an
+//! argument. The system layer (`rightsize-sys`) and the binary drive it.
+
+pub mod ftp;
