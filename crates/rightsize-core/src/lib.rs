@@ -6,3 +6,8 @@
 //! argument. The system layer (`rightsize-sys`) and the binary drive it.
 
 pub mod ftp;
+pub mod advice;
+pub mod bdp;
+pub mod host;
+pub mod units;
+pub mod check;

@@ -1,1 +1,51 @@
-fn main() {}
+//! The `rightsize` binary: argument parsing and printing, nothing else.
+//!
+//! Every decision is made in `rightsize-core`; every system call is made in
+//! `rightsize-sys`. Exit codes: 0 success, 1 a failure while running, 2 bad
+//! input (a one-line message that quotes it and shows an accepted form).
+
+mod advise;
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
+    let result = match cli.command {
+        cli::Command::Advise(args) => advise::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("rightsize: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Help and version go to stdout with exit 0. A bad value gets exactly one
+/// line (clap's first, which quotes the value and carries our parser's
+/// accepted forms); other usage errors keep clap's usage hint. Exit code 2.
+fn usage_error(err: clap::Error) -> ExitCode {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            let rendered = err.render().to_string();
+            eprintln!("{}", rendered.lines().next().unwrap_or("error: invalid value"));
+            ExitCode::from(2)
+        }
+        _ => {
+            let _ = err.print();
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Linux advice: the four buffer sysctls of seed 003 at 2 x BDP, window
+//! scaling, receive autotuning, and what a modern kernel changes about them.
+
+use super::{ConfigFile, Os, OsAdvice, PathSummary, Setting, rate_over, twice};
+use crate::bdp;
+use crate::host::{BufferTriple, HostSettings, SysctlKey};
+use crate::units::Bytes;
+
+/// Where the persistent settings go; `sysctl --system` loads it.
+pub const LINUX_DROPIN_PATH: &str = "/etc/sysctl.d/90-rightsize.conf";
+
+/// The largest value the kernel accepts for these sysctls (a C `int`).
+const SYSCTL_INT_MAX: u64 = i32::MAX as u64;
+
+/// The Linux buffer size for `summary`: 2 x BDP, within a sysctl `int`.
+pub(crate) fn linux_buffer(summary: &PathSummary) -> u64 {
+    twice(summary.bdp_bytes).min(SYSCTL_INT_MAX)
+}
+
+pub(super) fn advise(summary: &PathSummary, host: &HostSettings) -> OsAdvice {
+    let defaults = HostSettings::linux_defaults();
+    let target = linux_buffer(summary);
+    let current_or_default = |value: Option<u64>, default: Option<u64>| value.or(default).unwrap_or(0);
+    let rmem_max = target.max(current_or_default(host.rmem_max, defaults.rmem_max));
+    let wmem_max = target.max(current_or_default(host.wmem_max, defaults.wmem_max));
+    let triple = |current: Option<BufferTriple>, default: Option<BufferTriple>| {
+        let base = current.or(default).unwrap_or(BufferTriple { min: 4096, default: 131_072, max: 0 });
+        BufferTriple { max: base.max.max(target), ..base }
+    };
+    let tcp_rmem = triple(host.tcp_rmem, defaults.tcp_rmem);
+    let tcp_wmem = triple(host.tcp_wmem, defaults.tcp_wmem);
+    let bdp = Bytes(summary.bdp_bytes);
+
+    let settings = vec![
+        Setting {
+            name: SysctlKey::TcpRmem.name().into(),
+            value: tcp_rmem.to_sysctl(),
+            why: format!(
+                "the receive buffer autotuning may grow to: 2 x BDP = {} bytes, so the advertised window can reach the BDP",
+                Bytes(target).grouped()
+            ),
+        },
+        Setting {
+            name: SysctlKey::TcpWmem.name().into(),
+            value: tcp_wmem.to_sysctl(),
+            why: "the send buffer autotuning may grow to: it holds every unacknowledged byte, one BDP in flight, plus overhead".into(),
+        },
+        Setting {
+            name: SysctlKey::RmemMax.name().into(),
+            value: rmem_max.to_string(),
+            why: "the cap on an application's SO_RCVBUF (iperf3 -w, rightsize static:SIZE); it also raises the window scale offered in the handshake".into(),
+        },
+        Setting {
+            name: SysctlKey::WmemMax.name().into(),
+            value: wmem_max.to_string(),
+            why: "the cap on an application's SO_SNDBUF".into(),
+        },
+        Setting {
+            name: SysctlKey::TcpWindowScaling.name().into(),
+            value: "1".into(),
+            why: "without RFC 7323 window scaling no window exceeds 65,535 bytes".into(),
+        },
+        Setting {
+            name: SysctlKey::TcpModerateRcvbuf.name().into(),
+            value: "1".into(),
+            why: "receive-buffer autotuning (Dynamic Right-Sizing in the kernel): grows the buffer only as far as the flow needs".into(),
+        },
+    ];
+
+    let commands = settings
+        .iter()
+        .map(|s| {
+            if s.value.contains(' ') {
+                format!("sysctl -w {}='{}'", s.name, s.value)
+            } else {
+                format!("sysctl -w {}={}", s.name, s.value)
+            }
+        })
+        .collect();
+    let mut contents = format!(
+        "# Written from `rightsize advise` for a path of {} x {} ms (BDP {} bytes).\n# Load with: sysctl --system\n",
+        super::human_rate(summary.rate_bps as f64),
+        summary.rtt_ns as f64 / 1e6,
+        bdp.grouped()
+    );
+    for s in &settings {
+        contents.push_str(&format!("{} = {}\n", s.name, s.value));
+    }
+
+    let scale_offered = bdp::linux_handshake_window_scale(Bytes(tcp_rmem.max), Bytes(rmem_max));
+    let mut notes = vec![
+        format!(
+            "Window needed: {} bytes (the BDP). The handshake must offer window scale {} or more; with these values Linux offers {} (from max(tcp_rmem max, rmem_max)), a window of up to {} bytes.",
+            bdp.grouped(),
+            summary.window_scale_needed.map_or_else(|| "beyond 14".to_owned(), |s| s.to_string()),
+            scale_offered,
+            bdp::max_window_for_scale(scale_offered).grouped()
+        ),
+        "Why 2 x BDP: seed 003 (section 1.3) assumes half of a buffer goes to kernel overhead. Since Linux 6.5 the kernel measures its own ratio of payload to memory (scaling_ratio) instead, often above one half, so 2 x BDP is a safe upper bound, not an exact need; `ss -tmi` on a running transfer shows the buffer (skmem rb/tb) and the window (rcv_space).".into(),
+        format!(
+            "Linux 6.16 raised the default tcp_rmem max to 32 MiB, but tcp_wmem max is still 4 MiB: untuned, a sender caps one stream at about {} (half of 4 MiB per RTT) to {} (all of it) on this path.",
+            rate_over(4_194_304 / 2, summary),
+            rate_over(4_194_304, summary)
+        ),
+        "Congestion control: cubic (the usual default, loss-based) fills a deep bottleneck queue and loses throughput to its own drops on a shallow one; bbr models the bottleneck rate and minimum RTT, keeps the queue small and tolerates random loss: `modprobe tcp_bbr; sysctl -w net.ipv4.tcp_congestion_control=bbr`.".into(),
+        "Queueing discipline: `sysctl -w net.core.default_qdisc=fq` paces every flow (needs the sch_fq module; BBR paces by itself since Linux 4.13). With jumbo frames also set net.ipv4.tcp_mtu_probing=1.".into(),
+        "Send-side memory: net.ipv4.tcp_notsent_lowat=131072 keeps unsent data in the send buffer small without limiting the window.".into(),
+        "These settings are per network namespace for tcp_rmem/tcp_wmem; apply them in each container or namespace that transfers.".into(),
+    ];
+    if twice(summary.bdp_bytes) > SYSCTL_INT_MAX {
+        notes.push(format!(
+            "2 x BDP exceeds the largest value these sysctls take ({}); the values above stop there, and this path needs {} parallel streams.",
+            Bytes(SYSCTL_INT_MAX).grouped(),
+            summary.streams_needed
+        ));
+    }
+
+    OsAdvice {
+        os: Os::Linux,
+        title: Os::Linux.title().into(),
+        buffer_bytes: target,
+        settings,
+        commands,
+        file: Some(ConfigFile { path: LINUX_DROPIN_PATH.into(), contents }),
+        notes,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::bdp::PathParams;
+    use std::time::Duration;
+
+    fn summary(rate: &str, rtt_ms: u64) -> PathSummary {
+        PathSummary::new(&PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_millis(rtt_ms) }, 1460)
+    }
+
+    fn value(advice: &OsAdvice, key: SysctlKey) -> String {
+        advice.settings.iter().find(|s| s.name == key.name()).unwrap().value.clone()
+    }
+
+    #[test]
+    fn seed_003_two_gig_hundred_ms() {
+        let advice = advise(&summary("2G", 100), &HostSettings::linux_defaults());
+        assert_eq!(advice.buffer_bytes, 50_000_000);
+        assert_eq!(value(&advice, SysctlKey::TcpRmem), "4096 131072 50000000");
+        assert_eq!(value(&advice, SysctlKey::TcpWmem), "4096 16384 50000000");
+        assert!(advice.commands.contains(&"sysctl -w net.ipv4.tcp_rmem='4096 131072 50000000'".to_owned()));
+        let file = advice.file.unwrap();
+        assert!(file.contents.contains("net.core.rmem_max = 50000000\n"));
+    }
+
+    #[test]
+    fn never_lowers_what_the_host_has() {
+        // 100 Mbit/s x 20 ms needs 500 kB; the 32 MiB default stays.
+        let advice = advise(&summary("100M", 20), &HostSettings::linux_defaults());
+        assert_eq!(value(&advice, SysctlKey::TcpRmem), "4096 131072 33554432");
+        assert_eq!(value(&advice, SysctlKey::TcpWmem), "4096 16384 4194304");
+        assert_eq!(value(&advice, SysctlKey::RmemMax), "500000");
+    }
+
+    #[test]
+    fn huge_paths_stop_at_int_max() {
+        let advice = advise(&summary("100G", 200), &HostSettings::linux_defaults());
+        assert_eq!(advice.buffer_bytes, SYSCTL_INT_MAX);
+        assert!(advice.notes.iter().any(|n| n.contains("parallel streams")));
+    }
+}

@@ -1,0 +1,114 @@
+//! Command-line definitions. Step one of two: validate what the user typed
+//! (units are parsed here, by `rightsize_core::units`); resolving against the
+//! system happens in each command's module.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rightsize_core::advice::Os;
+use rightsize_core::bdp::DEFAULT_MSS;
+use rightsize_core::units::{self, BitRate, Bytes};
+
+/// Size TCP buffers for long fat networks: compute, advise, measure.
+#[derive(Debug, Parser)]
+#[command(name = "rightsize", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The bandwidth-delay product of a path and the host settings for it.
+    #[command(long_about = ADVISE_ABOUT)]
+    Advise(AdviseArgs),
+}
+
+const ADVISE_ABOUT: &str = "\
+The bandwidth-delay product (BDP) of a path and the exact host settings that let one TCP \
+connection fill it, for Linux, FreeBSD, macOS, Windows (Vista and later) and Windows 2000/XP.
+
+  rightsize advise --bandwidth 10G --rtt 50ms
+  rightsize advise --bandwidth 200M --rtt 300ms --check     # what on this host caps a stream
+  rightsize advise --buffer 64KiB --rtt 100ms               # what a buffer allows
+  rightsize advise --bandwidth 1G --rtt 80ms --os linux --json
+
+Rates are decimal and in bits unless the unit says bytes (10G, 10Gbit/s, 10Gbps, 125MB/s). \
+Sizes: 64K and 64KiB are 65,536 bytes, 64kB is 64,000, a bare number is bytes. \
+Durations need a unit (50ms, 0.05s, 100us).";
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// The path's bottleneck rate: 10G, 10Gbit/s, 10Gbps, 2.5G, 100M, 100000kbit/s, 56k, 125MB/s.
+    #[arg(long, short = 'b', value_name = "RATE", value_parser = BitRate::parse_positive)]
+    pub bandwidth: Option<BitRate>,
+
+    /// The path's round-trip time: 50ms, 0.05s, "12 ms", 100us.
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_positive_duration)]
+    pub rtt: Duration,
+
+    /// Instead of advice: the most throughput this buffer (taken as the window) allows over the RTT,
+    /// and with --bandwidth the share of the path it can use. 64KiB, 16MiB, 65536.
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub buffer: Option<Bytes>,
+
+    /// TCP maximum segment size in bytes, for the Windows 2000/XP window rounding.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MSS, value_parser = clap::value_parser!(u64).range(64..=65_495))]
+    pub mss: u64,
+
+    /// Which operating systems to advise for (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub os: Vec<OsChoice>,
+
+    /// Also read this host's settings and say which one caps a stream on this path, and the fix.
+    #[arg(long, requires = "bandwidth")]
+    pub check: bool,
+
+    /// Print JSON (schema in README.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--os` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OsChoice {
+    All,
+    Linux,
+    Freebsd,
+    Macos,
+    Windows,
+    WindowsXp,
+}
+
+impl AdviseArgs {
+    /// The operating systems asked for, in the advisor's order, each once.
+    pub fn oses(&self) -> Vec<Os> {
+        if self.os.contains(&OsChoice::All) {
+            return Os::ALL.to_vec();
+        }
+        Os::ALL
+            .into_iter()
+            .filter(|os| {
+                self.os.iter().any(|choice| match choice {
+                    OsChoice::All => true,
+                    OsChoice::Linux => *os == Os::Linux,
+                    OsChoice::Freebsd => *os == Os::Freebsd,
+                    OsChoice::Macos => *os == Os::Macos,
+                    OsChoice::Windows => *os == Os::Windows,
+                    OsChoice::WindowsXp => *os == Os::WindowsXp,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
