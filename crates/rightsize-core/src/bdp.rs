@@ -89,9 +89,14 @@ pub fn max_window_for_scale(shift: u8) -> Bytes {
 /// `ilog2(max(tcp_rmem[2], rmem_max)) - 15`, clamped to 0..=14
 /// (`tcp_select_initial_window`; see `shared/research/linux-tcp.md`).
 pub fn linux_handshake_window_scale(tcp_rmem_max: Bytes, rmem_max: Bytes) -> u8 {
-    let space = tcp_rmem_max.get().max(rmem_max.get()).clamp(1, u64::from(u32::MAX));
+    let space = tcp_rmem_max
+        .get()
+        .max(rmem_max.get())
+        .clamp(1, u64::from(u32::MAX));
     let log = 63 - space.leading_zeros();
-    u8::try_from(log.saturating_sub(15)).unwrap_or(MAX_WINDOW_SCALE).min(MAX_WINDOW_SCALE)
+    u8::try_from(log.saturating_sub(15))
+        .unwrap_or(MAX_WINDOW_SCALE)
+        .min(MAX_WINDOW_SCALE)
 }
 
 /// Rounds `bytes` up to an even multiple of `mss`, that is a multiple of
@@ -108,7 +113,10 @@ mod tests {
     use super::*;
 
     fn path(rate: &str, rtt_ms: f64) -> PathParams {
-        PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_secs_f64(rtt_ms / 1000.0) }
+        PathParams {
+            rate: rate.parse().unwrap(),
+            rtt: Duration::from_secs_f64(rtt_ms / 1000.0),
+        }
     }
 
     #[test]
@@ -140,7 +148,11 @@ mod tests {
     fn seed_004_tcp_window_size_even_mss() {
         for (rtt_ms, expected) in [(12.0, 151_840), (20.0, 251_120), (40.0, 502_240)] {
             let bdp = path("100M", rtt_ms).bdp();
-            assert_eq!(round_up_to_even_mss(bdp, DEFAULT_MSS), Bytes(expected), "{rtt_ms} ms");
+            assert_eq!(
+                round_up_to_even_mss(bdp, DEFAULT_MSS),
+                Bytes(expected),
+                "{rtt_ms} ms"
+            );
         }
     }
 
@@ -152,8 +164,14 @@ mod tests {
     #[test]
     fn seed_002_window_caps() {
         let rtt = Duration::from_millis(100);
-        assert_eq!(max_rate_for_window(Bytes(64 * 1024), rtt).human(), "5.24 Mbit/s");
-        assert_eq!(max_rate_for_window(Bytes(32 * 1024), rtt).human(), "2.62 Mbit/s");
+        assert_eq!(
+            max_rate_for_window(Bytes(64 * 1024), rtt).human(),
+            "5.24 Mbit/s"
+        );
+        assert_eq!(
+            max_rate_for_window(Bytes(32 * 1024), rtt).human(),
+            "2.62 Mbit/s"
+        );
     }
 
     #[test]
@@ -169,8 +187,14 @@ mod tests {
     #[test]
     fn linux_scale_matches_what_was_seen_here() {
         // tcp_rmem[2] = 32 MiB gives rcv_wscale 10 (linux-tcp.md, "seen").
-        assert_eq!(linux_handshake_window_scale(Bytes(33_554_432), Bytes(4_194_304)), 10);
-        assert_eq!(linux_handshake_window_scale(Bytes(6 << 20), Bytes(212_992)), 7);
+        assert_eq!(
+            linux_handshake_window_scale(Bytes(33_554_432), Bytes(4_194_304)),
+            10
+        );
+        assert_eq!(
+            linux_handshake_window_scale(Bytes(6 << 20), Bytes(212_992)),
+            7
+        );
     }
 
     #[test]

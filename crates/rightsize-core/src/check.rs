@@ -81,7 +81,10 @@ pub struct HostCheck {
 impl HostCheck {
     /// The tightest limit on `side` for `buffering`, if any was computed.
     pub fn tightest(&self, side: Side, buffering: Buffering) -> Option<&Limit> {
-        self.limits.iter().filter(|l| l.side == side && l.buffering == buffering).min_by_key(|l| l.ceiling_bps)
+        self.limits
+            .iter()
+            .filter(|l| l.side == side && l.buffering == buffering)
+            .min_by_key(|l| l.ceiling_bps)
     }
 
     /// Whether anything caps one stream below the path's rate.
@@ -114,25 +117,55 @@ pub fn check(path: &PathParams, mss: u64, host: &HostSettings) -> HostCheck {
 
     if host.tcp_window_scaling == Some(false) {
         let w = bdp::MAX_UNSCALED_WINDOW;
-        limits.push(limit(Receive, Autotuned, "net.ipv4.tcp_window_scaling = 0".into(), 0, w, w, SysctlKey::TcpWindowScaling));
-        limits.push(limit(Receive, Fixed, "net.ipv4.tcp_window_scaling = 0".into(), 0, w, w, SysctlKey::TcpWindowScaling));
+        limits.push(limit(
+            Receive,
+            Autotuned,
+            "net.ipv4.tcp_window_scaling = 0".into(),
+            0,
+            w,
+            w,
+            SysctlKey::TcpWindowScaling,
+        ));
+        limits.push(limit(
+            Receive,
+            Fixed,
+            "net.ipv4.tcp_window_scaling = 0".into(),
+            0,
+            w,
+            w,
+            SysctlKey::TcpWindowScaling,
+        ));
     }
     if let Some(rmem) = host.tcp_rmem {
         if host.tcp_moderate_rcvbuf == Some(false) {
             limits.push(limit(
                 Receive,
                 Autotuned,
-                format!("net.ipv4.tcp_moderate_rcvbuf = 0 (the buffer stays at tcp_rmem default {})", Bytes(rmem.default).grouped()),
+                format!(
+                    "net.ipv4.tcp_moderate_rcvbuf = 0 (the buffer stays at tcp_rmem default {})",
+                    Bytes(rmem.default).grouped()
+                ),
                 0,
                 rmem.default / 2,
                 rmem.default,
                 SysctlKey::TcpModerateRcvbuf,
             ));
         } else {
-            limits.push(limit(Receive, Autotuned, "net.ipv4.tcp_rmem max".into(), rmem.max, rmem.max / 2, rmem.max, SysctlKey::TcpRmem));
+            limits.push(limit(
+                Receive,
+                Autotuned,
+                "net.ipv4.tcp_rmem max".into(),
+                rmem.max,
+                rmem.max / 2,
+                rmem.max,
+                SysctlKey::TcpRmem,
+            ));
         }
         if host.tcp_window_scaling != Some(false) {
-            let shift = bdp::linux_handshake_window_scale(Bytes(rmem.max), Bytes(host.rmem_max.unwrap_or(0)));
+            let shift = bdp::linux_handshake_window_scale(
+                Bytes(rmem.max),
+                Bytes(host.rmem_max.unwrap_or(0)),
+            );
             let window = bdp::max_window_for_scale(shift).get();
             limits.push(limit(
                 Receive,
@@ -147,23 +180,53 @@ pub fn check(path: &PathParams, mss: u64, host: &HostSettings) -> HostCheck {
     }
     if let Some(max) = host.rmem_max {
         // SO_RCVBUF requests are capped at rmem_max, then doubled.
-        limits.push(limit(Receive, Fixed, "net.core.rmem_max".into(), max, max, max.saturating_mul(2), SysctlKey::RmemMax));
+        limits.push(limit(
+            Receive,
+            Fixed,
+            "net.core.rmem_max".into(),
+            max,
+            max,
+            max.saturating_mul(2),
+            SysctlKey::RmemMax,
+        ));
     }
     if let Some(wmem) = host.tcp_wmem {
-        limits.push(limit(Send, Autotuned, "net.ipv4.tcp_wmem max".into(), wmem.max, wmem.max / 2, wmem.max, SysctlKey::TcpWmem));
+        limits.push(limit(
+            Send,
+            Autotuned,
+            "net.ipv4.tcp_wmem max".into(),
+            wmem.max,
+            wmem.max / 2,
+            wmem.max,
+            SysctlKey::TcpWmem,
+        ));
     }
     if let Some(max) = host.wmem_max {
-        limits.push(limit(Send, Fixed, "net.core.wmem_max".into(), max, max, max.saturating_mul(2), SysctlKey::WmemMax));
+        limits.push(limit(
+            Send,
+            Fixed,
+            "net.core.wmem_max".into(),
+            max,
+            max,
+            max.saturating_mul(2),
+            SysctlKey::WmemMax,
+        ));
     }
 
-    let linux = advice::advise(path, mss, &[advice::Os::Linux], host).os.into_iter().next();
+    let linux = advice::advise(path, mss, &[advice::Os::Linux], host)
+        .os
+        .into_iter()
+        .next();
     let capping: Vec<SysctlKey> = limits.iter().filter(|l| l.caps).map(|l| l.key).collect();
     let (fixes, fix_file) = match linux {
         Some(linux) => {
             let chosen: Vec<usize> = (0..linux.settings.len())
                 .filter(|&i| capping.iter().any(|k| k.name() == linux.settings[i].name))
                 .collect();
-            let fixes = chosen.iter().filter_map(|&i| linux.commands.get(i).cloned()).collect::<Vec<_>>();
+            let fixes = chosen
+                .iter()
+                .filter_map(|&i| linux.commands.get(i).cloned())
+                .collect::<Vec<_>>();
             let file = linux.file.filter(|_| !fixes.is_empty());
             (fixes, file)
         }
@@ -173,7 +236,11 @@ pub fn check(path: &PathParams, mss: u64, host: &HostSettings) -> HostCheck {
     HostCheck {
         path: summary,
         settings: host.clone(),
-        unreadable: host.missing().into_iter().map(|k| k.name().to_owned()).collect(),
+        unreadable: host
+            .missing()
+            .into_iter()
+            .map(|k| k.name().to_owned())
+            .collect(),
         limits,
         fixes,
         fix_file,
@@ -185,8 +252,12 @@ fn notes(host: &HostSettings) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(cc) = &host.tcp_congestion_control {
         let kind = match cc.as_str() {
-            "cubic" | "reno" => "loss-based, as the seeds assume: on a shallow bottleneck queue it loses throughput to its own drops",
-            "bbr" => "model-based: keeps the queue short and tolerates random loss; the seeds' experiments assume loss-based control (cubic)",
+            "cubic" | "reno" => {
+                "loss-based, as the seeds assume: on a shallow bottleneck queue it loses throughput to its own drops"
+            }
+            "bbr" => {
+                "model-based: keeps the queue short and tolerates random loss; the seeds' experiments assume loss-based control (cubic)"
+            }
             _ => "check how it reacts to loss and queueing",
         };
         notes.push(format!("Congestion control: {cc} ({kind})."));
@@ -232,7 +303,10 @@ mod tests {
     }
 
     fn path(rate: &str, rtt_ms: u64) -> PathParams {
-        PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_millis(rtt_ms) }
+        PathParams {
+            rate: rate.parse().unwrap(),
+            rtt: Duration::from_millis(rtt_ms),
+        }
     }
 
     #[test]
@@ -242,9 +316,17 @@ mod tests {
         assert_eq!(send.setting, "net.ipv4.tcp_wmem max");
         assert!(send.caps);
         assert_eq!(send.value, 4_194_304);
-        let receive = result.tightest(Side::Receive, Buffering::Autotuned).unwrap();
+        let receive = result
+            .tightest(Side::Receive, Buffering::Autotuned)
+            .unwrap();
         assert!(!receive.caps, "{receive:?}");
-        assert!(result.fixes.contains(&"sysctl -w net.ipv4.tcp_wmem='4096 16384 15000000'".to_owned()), "{:?}", result.fixes);
+        assert!(
+            result
+                .fixes
+                .contains(&"sysctl -w net.ipv4.tcp_wmem='4096 16384 15000000'".to_owned()),
+            "{:?}",
+            result.fixes
+        );
         assert!(!result.fixes.iter().any(|f| f.contains("tcp_rmem")));
     }
 
@@ -258,18 +340,32 @@ mod tests {
 
     #[test]
     fn window_scaling_off_caps_at_65535() {
-        let host = HostSettings { tcp_window_scaling: Some(false), ..this_machine() };
+        let host = HostSettings {
+            tcp_window_scaling: Some(false),
+            ..this_machine()
+        };
         let result = check(&path("100M", 100), 1460, &host);
-        let receive = result.tightest(Side::Receive, Buffering::Autotuned).unwrap();
+        let receive = result
+            .tightest(Side::Receive, Buffering::Autotuned)
+            .unwrap();
         assert_eq!(receive.window_bytes, 65_535);
-        assert!(result.fixes.contains(&"sysctl -w net.ipv4.tcp_window_scaling=1".to_owned()));
+        assert!(
+            result
+                .fixes
+                .contains(&"sysctl -w net.ipv4.tcp_window_scaling=1".to_owned())
+        );
     }
 
     #[test]
     fn autotuning_off_caps_at_the_default() {
-        let host = HostSettings { tcp_moderate_rcvbuf: Some(false), ..this_machine() };
+        let host = HostSettings {
+            tcp_moderate_rcvbuf: Some(false),
+            ..this_machine()
+        };
         let result = check(&path("100M", 100), 1460, &host);
-        let receive = result.tightest(Side::Receive, Buffering::Autotuned).unwrap();
+        let receive = result
+            .tightest(Side::Receive, Buffering::Autotuned)
+            .unwrap();
         assert!(receive.setting.starts_with("net.ipv4.tcp_moderate_rcvbuf"));
         assert_eq!(receive.window_bytes, 65_536);
     }
@@ -277,12 +373,20 @@ mod tests {
     #[test]
     fn a_small_rmem_max_lowers_the_window_scale() {
         let host = HostSettings {
-            tcp_rmem: Some(BufferTriple { min: 4096, default: 131_072, max: 1 << 20 }),
+            tcp_rmem: Some(BufferTriple {
+                min: 4096,
+                default: 131_072,
+                max: 1 << 20,
+            }),
             rmem_max: Some(212_992),
             ..this_machine()
         };
         let result = check(&path("1G", 100), 1460, &host);
-        let scale = result.limits.iter().find(|l| l.setting.starts_with("window scale")).unwrap();
+        let scale = result
+            .limits
+            .iter()
+            .find(|l| l.setting.starts_with("handshake window scale"))
+            .unwrap();
         assert_eq!(scale.value, 5);
         assert!(scale.caps);
     }

@@ -90,7 +90,11 @@ impl BufferTriple {
     /// Parses the three whitespace-separated numbers a `tcp_rmem` file holds.
     pub fn parse(text: &str) -> Option<Self> {
         let mut numbers = text.split_whitespace().map(|n| n.parse::<u64>().ok());
-        let triple = BufferTriple { min: numbers.next()??, default: numbers.next()??, max: numbers.next()?? };
+        let triple = BufferTriple {
+            min: numbers.next()??,
+            default: numbers.next()??,
+            max: numbers.next()??,
+        };
         numbers.next().is_none().then_some(triple)
     }
 
@@ -135,8 +139,16 @@ impl HostSettings {
         HostSettings {
             rmem_max: Some(212_992),
             wmem_max: Some(212_992),
-            tcp_rmem: Some(BufferTriple { min: 4096, default: 131_072, max: 33_554_432 }),
-            tcp_wmem: Some(BufferTriple { min: 4096, default: 16_384, max: 4_194_304 }),
+            tcp_rmem: Some(BufferTriple {
+                min: 4096,
+                default: 131_072,
+                max: 33_554_432,
+            }),
+            tcp_wmem: Some(BufferTriple {
+                min: 4096,
+                default: 16_384,
+                max: 4_194_304,
+            }),
             tcp_window_scaling: Some(true),
             tcp_moderate_rcvbuf: Some(true),
             tcp_congestion_control: Some("cubic".into()),
@@ -184,7 +196,12 @@ impl HostSettings {
             self.tcp_mtu_probing.is_some(),
             self.tcp_notsent_lowat.is_some(),
         ];
-        SysctlKey::ALL.into_iter().zip(present).filter(|(_, p)| !p).map(|(k, _)| k).collect()
+        SysctlKey::ALL
+            .into_iter()
+            .zip(present)
+            .filter(|(_, p)| !p)
+            .map(|(k, _)| k)
+            .collect()
     }
 }
 
@@ -212,8 +229,18 @@ mod tests {
             )
         });
         assert_eq!(settings.tcp_wmem.unwrap().max, 4_194_304);
-        assert_eq!(settings.tcp_rmem.unwrap().to_sysctl(), "4096 131072 33554432");
-        assert_eq!(settings.tcp_available_congestion_control.as_deref().unwrap().len(), 3);
+        assert_eq!(
+            settings.tcp_rmem.unwrap().to_sysctl(),
+            "4096 131072 33554432"
+        );
+        assert_eq!(
+            settings
+                .tcp_available_congestion_control
+                .as_deref()
+                .unwrap()
+                .len(),
+            3
+        );
         assert!(settings.missing().is_empty());
     }
 
@@ -232,6 +259,9 @@ mod tests {
 
     #[test]
     fn proc_paths() {
-        assert_eq!(SysctlKey::TcpRmem.proc_path(), "/proc/sys/net/ipv4/tcp_rmem");
+        assert_eq!(
+            SysctlKey::TcpRmem.proc_path(),
+            "/proc/sys/net/ipv4/tcp_rmem"
+        );
     }
 }

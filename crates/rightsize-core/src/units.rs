@@ -79,7 +79,9 @@ pub enum UnitError {
         accepted: &'static str,
     },
     /// The value does not fit in 64 bits of the base unit.
-    #[error("{kind} \"{input}\" is too large (at most {max} of the base unit); give a value such as {example}")]
+    #[error(
+        "{kind} \"{input}\" is too large (at most {max} of the base unit); give a value such as {example}"
+    )]
     Overflow {
         /// What was being parsed.
         kind: &'static str,
@@ -113,12 +115,16 @@ const DURATION_EXAMPLE: &str = "50ms";
 const DURATION_ACCEPTED: &str = "50ms, 0.05s, 12 ms, 100us, 250ns, 2min";
 
 /// A count of bytes (a buffer size, a window, a transfer size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Bytes(pub u64);
 
 /// A bit rate in bits per second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct BitRate(pub u64);
 
@@ -140,14 +146,22 @@ impl Bytes {
 
     /// Binary rendering with the best IEC prefix: `59.6 MiB`.
     pub fn human_iec(self) -> String {
-        scaled(self.0 as f64, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+        scaled(
+            self.0 as f64,
+            1024.0,
+            &["B", "KiB", "MiB", "GiB", "TiB", "PiB"],
+        )
     }
 
     /// Parses a size, refusing zero.
     pub fn parse_positive(input: &str) -> Result<Self, UnitError> {
         let value: Self = input.parse()?;
         if value.0 == 0 {
-            return Err(UnitError::Zero { kind: SIZE, input: input.to_owned(), example: SIZE_EXAMPLE });
+            return Err(UnitError::Zero {
+                kind: SIZE,
+                input: input.to_owned(),
+                example: SIZE_EXAMPLE,
+            });
         }
         Ok(value)
     }
@@ -168,7 +182,11 @@ impl BitRate {
     pub fn parse_positive(input: &str) -> Result<Self, UnitError> {
         let value: Self = input.parse()?;
         if value.0 == 0 {
-            return Err(UnitError::Zero { kind: RATE, input: input.to_owned(), example: RATE_EXAMPLE });
+            return Err(UnitError::Zero {
+                kind: RATE,
+                input: input.to_owned(),
+                example: RATE_EXAMPLE,
+            });
         }
         Ok(value)
     }
@@ -236,6 +254,13 @@ pub fn format_duration(duration: Duration) -> String {
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let (number, unit) = split_number(input, DURATION, DURATION_EXAMPLE, DURATION_ACCEPTED)?;
     let nanos_per_unit: u128 = match unit {
+        "" if number.mantissa == 0 => {
+            return Err(UnitError::Zero {
+                kind: DURATION,
+                input: input.to_owned(),
+                example: DURATION_EXAMPLE,
+            });
+        }
         "" => {
             return Err(UnitError::MissingUnit {
                 kind: DURATION,
@@ -265,7 +290,11 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
 pub fn parse_positive_duration(input: &str) -> Result<Duration, UnitError> {
     let value = parse_duration(input)?;
     if value.is_zero() {
-        return Err(UnitError::Zero { kind: DURATION, input: input.to_owned(), example: DURATION_EXAMPLE });
+        return Err(UnitError::Zero {
+            kind: DURATION,
+            input: input.to_owned(),
+            example: DURATION_EXAMPLE,
+        });
     }
     Ok(value)
 }
@@ -281,25 +310,28 @@ impl FromStr for Bytes {
             unit: unit.to_owned(),
             accepted: SIZE_ACCEPTED,
         };
-        let multiplier: u128 = if unit.is_empty() || unit == "B" || unit.eq_ignore_ascii_case("bytes") {
-            1
-        } else {
-            let mut chars = unit.chars();
-            let prefix = chars.next().ok_or_else(unknown)?;
-            let power = match prefix {
-                'k' | 'K' => 1,
-                'm' | 'M' => 2,
-                'g' | 'G' => 3,
-                't' | 'T' => 4,
-                _ => return Err(unknown()),
+        let multiplier: u128 =
+            if unit.is_empty() || unit == "B" || unit.eq_ignore_ascii_case("bytes") {
+                1
+            } else {
+                let mut chars = unit.chars();
+                let prefix = chars.next().ok_or_else(unknown)?;
+                let power = match prefix {
+                    'k' | 'K' => 1,
+                    'm' | 'M' => 2,
+                    'g' | 'G' => 3,
+                    't' | 'T' => 4,
+                    _ => return Err(unknown()),
+                };
+                match chars.as_str() {
+                    "" | "i" | "iB" => 1024u128.pow(power),
+                    "B" => 1000u128.pow(power),
+                    _ => return Err(unknown()),
+                }
             };
-            match chars.as_str() {
-                "" | "i" | "iB" => 1024u128.pow(power),
-                "B" => 1000u128.pow(power),
-                _ => return Err(unknown()),
-            }
-        };
-        number.scale(multiplier, SIZE, SIZE_EXAMPLE, input).map(Bytes)
+        number
+            .scale(multiplier, SIZE, SIZE_EXAMPLE, input)
+            .map(Bytes)
     }
 }
 
@@ -315,7 +347,18 @@ impl FromStr for BitRate {
             accepted: RATE_ACCEPTED,
         };
         if unit.is_empty() {
-            return Err(UnitError::MissingUnit { kind: RATE, input: input.to_owned(), accepted: RATE_ACCEPTED });
+            if number.mantissa == 0 {
+                return Err(UnitError::Zero {
+                    kind: RATE,
+                    input: input.to_owned(),
+                    example: RATE_EXAMPLE,
+                });
+            }
+            return Err(UnitError::MissingUnit {
+                kind: RATE,
+                input: input.to_owned(),
+                accepted: RATE_ACCEPTED,
+            });
         }
         let (prefix, base) = match unit.chars().next() {
             Some('k' | 'K') => (1_000u128, &unit[1..]),
@@ -334,14 +377,21 @@ impl FromStr for BitRate {
                 _ => return Err(unknown()),
             },
         };
-        number.scale(prefix * bits_per_unit, RATE, RATE_EXAMPLE, input).map(BitRate)
+        number
+            .scale(prefix * bits_per_unit, RATE, RATE_EXAMPLE, input)
+            .map(BitRate)
     }
 }
 
 impl fmt::Display for Bytes {
     /// Canonical form: the largest binary unit that divides exactly, else bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (unit, size) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        for (unit, size) in [
+            ("TiB", 1u64 << 40),
+            ("GiB", 1 << 30),
+            ("MiB", 1 << 20),
+            ("KiB", 1 << 10),
+        ] {
             if self.0 != 0 && self.0 % size == 0 {
                 return write!(f, "{}{unit}", self.0 / size);
             }
@@ -353,7 +403,12 @@ impl fmt::Display for Bytes {
 impl fmt::Display for BitRate {
     /// Canonical form: the largest decimal prefix that divides exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (unit, size) in [("T", 1_000_000_000_000u64), ("G", 1_000_000_000), ("M", 1_000_000), ("k", 1_000)] {
+        for (unit, size) in [
+            ("T", 1_000_000_000_000u64),
+            ("G", 1_000_000_000),
+            ("M", 1_000_000),
+            ("k", 1_000),
+        ] {
             if self.0 != 0 && self.0 % size == 0 {
                 return write!(f, "{}{unit}bit/s", self.0 / size);
             }
@@ -372,13 +427,28 @@ struct Decimal {
 impl Decimal {
     /// `self * multiplier`, rounded to the nearest whole base unit; refuses
     /// anything above `u64::MAX`.
-    fn scale(self, multiplier: u128, kind: &'static str, example: &'static str, input: &str) -> Result<u64, UnitError> {
-        let overflow = || UnitError::Overflow { kind, input: input.to_owned(), max: u64::MAX.to_string(), example };
+    fn scale(
+        self,
+        multiplier: u128,
+        kind: &'static str,
+        example: &'static str,
+        input: &str,
+    ) -> Result<u64, UnitError> {
+        let overflow = || UnitError::Overflow {
+            kind,
+            input: input.to_owned(),
+            max: u64::MAX.to_string(),
+            example,
+        };
         let product = self.mantissa.checked_mul(multiplier).ok_or_else(overflow)?;
         let divisor = 10u128.checked_pow(self.decimals).ok_or_else(overflow)?;
         let quotient = product / divisor;
         let remainder = product % divisor;
-        let rounded = if remainder * 2 >= divisor { quotient + 1 } else { quotient };
+        let rounded = if remainder * 2 >= divisor {
+            quotient + 1
+        } else {
+            quotient
+        };
         u64::try_from(rounded).map_err(|_| overflow())
     }
 }
@@ -395,13 +465,30 @@ fn split_number<'a>(
     if trimmed.is_empty() {
         return Err(UnitError::Empty { kind, example });
     }
-    if trimmed.starts_with('-') && trimmed[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-        return Err(UnitError::Negative { kind, input: input.to_owned(), example });
+    if trimmed.starts_with('-')
+        && trimmed[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
+        return Err(UnitError::Negative {
+            kind,
+            input: input.to_owned(),
+            example,
+        });
     }
-    let end = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
+    let end = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(end);
-    let not_a_number = || UnitError::NotANumber { kind, input: input.to_owned(), accepted };
-    let overflow = || UnitError::Overflow { kind, input: input.to_owned(), max: u64::MAX.to_string(), example };
+    let not_a_number = || UnitError::NotANumber {
+        kind,
+        input: input.to_owned(),
+        accepted,
+    };
+    let overflow = || UnitError::Overflow {
+        kind,
+        input: input.to_owned(),
+        max: u64::MAX.to_string(),
+        example,
+    };
     let (whole, fraction) = match number.split_once('.') {
         Some((whole, fraction)) => (whole, fraction),
         None => (number, ""),
@@ -473,31 +560,81 @@ mod tests {
         assert_eq!(parse_duration("12 ms").unwrap(), Duration::from_millis(12));
         assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
         assert_eq!(parse_duration("100µs").unwrap(), Duration::from_micros(100));
-        assert_eq!(parse_duration("2.5ms").unwrap(), Duration::from_micros(2500));
+        assert_eq!(
+            parse_duration("2.5ms").unwrap(),
+            Duration::from_micros(2500)
+        );
         assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
     }
 
     #[test]
     fn bad_rates_quote_the_input_and_show_a_form() {
-        for bad in ["0", "-5M", "10X", "", "   ", "NaN", "inf", "1e9", "100", "99999999999999999999999G", "1.2.3G"] {
+        for bad in [
+            "0",
+            "-5M",
+            "10X",
+            "",
+            "   ",
+            "NaN",
+            "inf",
+            "1e9",
+            "100",
+            "99999999999999999999999G",
+            "1.2.3G",
+        ] {
             let err = BitRate::parse_positive(bad).unwrap_err().to_string();
-            assert!(err.contains("10G") || err.contains("give"), "{bad:?}: {err}");
+            assert!(
+                err.contains("10G") || err.contains("give"),
+                "{bad:?}: {err}"
+            );
             if !bad.trim().is_empty() {
-                assert!(err.contains(&format!("\"{bad}\"")), "{bad:?} not quoted: {err}");
+                assert!(
+                    err.contains(&format!("\"{bad}\"")),
+                    "{bad:?} not quoted: {err}"
+                );
             }
         }
     }
 
     #[test]
     fn bad_durations_and_sizes() {
-        assert!(matches!(parse_duration("50"), Err(UnitError::MissingUnit { .. })));
-        assert!(matches!(parse_positive_duration("0ms"), Err(UnitError::Zero { .. })));
-        assert!(matches!(parse_duration("-1ms"), Err(UnitError::Negative { .. })));
-        assert!(matches!(parse_duration("5 parsecs"), Err(UnitError::UnknownUnit { .. })));
-        assert!(matches!("64Kb".parse::<Bytes>(), Err(UnitError::UnknownUnit { .. })));
-        assert!(matches!(Bytes::parse_positive("0"), Err(UnitError::Zero { .. })));
-        assert!(matches!("18446744073709551616".parse::<Bytes>(), Err(UnitError::Overflow { .. })));
-        assert!(matches!("18446744073709551615".parse::<Bytes>(), Ok(Bytes(u64::MAX))));
+        assert!(matches!(
+            parse_duration("50"),
+            Err(UnitError::MissingUnit { .. })
+        ));
+        assert!(matches!(parse_duration("0"), Err(UnitError::Zero { .. })));
+        assert!(matches!(
+            BitRate::parse_positive("0"),
+            Err(UnitError::Zero { .. })
+        ));
+        assert!(matches!(
+            parse_positive_duration("0ms"),
+            Err(UnitError::Zero { .. })
+        ));
+        assert!(matches!(
+            parse_duration("-1ms"),
+            Err(UnitError::Negative { .. })
+        ));
+        assert!(matches!(
+            parse_duration("5 parsecs"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            "64Kb".parse::<Bytes>(),
+            Err(UnitError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            Bytes::parse_positive("0"),
+            Err(UnitError::Zero { .. })
+        ));
+        assert!(matches!(
+            "18446744073709551616".parse::<Bytes>(),
+            Err(UnitError::Overflow { .. })
+        ));
+        assert!(matches!(
+            "18446744073709551615".parse::<Bytes>(),
+            Ok(Bytes(u64::MAX))
+        ));
     }
 
     #[test]

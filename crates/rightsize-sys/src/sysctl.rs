@@ -24,7 +24,11 @@ pub struct SysctlError {
 /// Reads one sysctl's text.
 pub fn read(key: SysctlKey) -> Result<String, SysctlError> {
     let path = PathBuf::from(key.proc_path());
-    std::fs::read_to_string(&path).map_err(|source| SysctlError { key: key.name(), path, source })
+    std::fs::read_to_string(&path).map_err(|source| SysctlError {
+        key: key.name(),
+        path,
+        source,
+    })
 }
 
 /// Reads every key rightsize checks, with the errors of those it could not.
@@ -54,7 +58,9 @@ mod tests {
     fn reads_this_hosts_buffer_settings() {
         // Every Linux with TCP has these files; a failure here names the path.
         let (settings, errors) = read_host_settings();
-        let tcp_rmem = settings.tcp_rmem.unwrap_or_else(|| panic!("tcp_rmem unreadable: {errors:?}"));
+        let tcp_rmem = settings
+            .tcp_rmem
+            .unwrap_or_else(|| panic!("tcp_rmem unreadable: {errors:?}"));
         assert!(tcp_rmem.min <= tcp_rmem.default && tcp_rmem.default <= tcp_rmem.max);
         assert!(settings.tcp_wmem.is_some());
         assert!(!kernel_release().unwrap().is_empty());

@@ -43,8 +43,13 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let path = args.bandwidth.map(|rate| PathParams { rate, rtt: args.rtt });
-    let buffer = args.buffer.map(|buffer| BufferAnswer::new(buffer, args.rtt, args.bandwidth));
+    let path = args.bandwidth.map(|rate| PathParams {
+        rate,
+        rtt: args.rtt,
+    });
+    let buffer = args
+        .buffer
+        .map(|buffer| BufferAnswer::new(buffer, args.rtt, args.bandwidth));
 
     let check = if args.check {
         let path = path.context("--check needs --bandwidth")?;
@@ -57,7 +62,9 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         None
     };
     // Advice starts from this host's values when it was read, so it never lowers them.
-    let host = check.as_ref().map_or_else(HostSettings::linux_defaults, |c| c.result.settings.clone());
+    let host = check
+        .as_ref()
+        .map_or_else(HostSettings::linux_defaults, |c| c.result.settings.clone());
     let advice = match (path, buffer.is_some()) {
         (Some(path), false) => Some(advice::advise(&path, args.mss, &args.oses(), &host)),
         _ => None,
@@ -104,8 +111,19 @@ fn rtt_text(rtt_ns: u64) -> String {
 
 fn render_path(out: &mut String, path: &PathSummary) {
     let bdp = Bytes(path.bdp_bytes);
-    let _ = writeln!(out, "Path: {} x {} RTT", BitRate(path.rate_bps).human(), rtt_text(path.rtt_ns));
-    let _ = writeln!(out, "BDP:  {} bytes ({}, {})", bdp.grouped(), bdp.human_si(), bdp.human_iec());
+    let _ = writeln!(
+        out,
+        "Path: {} x {} RTT",
+        BitRate(path.rate_bps).human(),
+        rtt_text(path.rtt_ns)
+    );
+    let _ = writeln!(
+        out,
+        "BDP:  {} bytes ({}, {})",
+        bdp.grouped(),
+        bdp.human_si(),
+        bdp.human_iec()
+    );
     match path.window_scale_needed {
         Some(shift) => {
             let _ = writeln!(
@@ -134,7 +152,9 @@ fn render_buffer(out: &mut String, answer: &BufferAnswer) {
         rtt_text(answer.rtt_ns),
         BitRate(answer.max_rate_bps).human()
     );
-    if let (Some(share), Some(rate), Some(bdp)) = (answer.utilisation, answer.path_rate_bps, answer.bdp_bytes) {
+    if let (Some(share), Some(rate), Some(bdp)) =
+        (answer.utilisation, answer.path_rate_bps, answer.bdp_bytes)
+    {
         let _ = writeln!(
             out,
             "On a {} path that is {:.2}% of the rate (the BDP is {} bytes).",
@@ -151,7 +171,11 @@ fn render_buffer(out: &mut String, answer: &BufferAnswer) {
 
 fn render_os(out: &mut String, os: &OsAdvice) {
     let _ = writeln!(out, "== {} ==", os.title);
-    let _ = writeln!(out, "Settings (for buffers of up to {} bytes):", Bytes(os.buffer_bytes).grouped());
+    let _ = writeln!(
+        out,
+        "Settings (for buffers of up to {} bytes):",
+        Bytes(os.buffer_bytes).grouped()
+    );
     for setting in &os.settings {
         let _ = writeln!(out, "  {} = {}", setting.name, setting.value);
         let _ = writeln!(out, "      {}", setting.why);
@@ -184,8 +208,8 @@ fn render_check(out: &mut String, report: &CheckReport) {
     );
     let _ = writeln!(
         out,
-        "{:<8} {:<10} {:<28} {:>14} {:>14}  {}",
-        "side", "buffers", "setting", "value", "window", "one stream at most"
+        "{:<8} {:<10} {:<28} {:>14} {:>14}  one stream at most",
+        "side", "buffers", "setting", "value", "window"
     );
     for limit in &check.limits {
         let upper = if limit.ceiling_upper_bps != limit.ceiling_bps {
@@ -207,14 +231,22 @@ fn render_check(out: &mut String, report: &CheckReport) {
         );
     }
     let needed = Bytes(check.path.bdp_bytes);
-    let _ = writeln!(out, "Verdict (the path needs a window of {} bytes):", needed.grouped());
+    let _ = writeln!(
+        out,
+        "Verdict (the path needs a window of {} bytes):",
+        needed.grouped()
+    );
     for (side, label) in [(Side::Receive, "Receiving"), (Side::Send, "Sending")] {
         for buffering in [Buffering::Autotuned, Buffering::Fixed] {
             let who = match buffering {
                 Buffering::Autotuned => "with kernel autotuning",
-                Buffering::Fixed => "for applications that set their own buffer (iperf3 -w, --tune static:SIZE)",
+                Buffering::Fixed => {
+                    "for applications that set their own buffer (iperf3 -w, --tune static:SIZE)"
+                }
             };
-            let Some(limit) = check.tightest(side, buffering) else { continue };
+            let Some(limit) = check.tightest(side, buffering) else {
+                continue;
+            };
             if limit.caps {
                 let _ = writeln!(
                     out,
@@ -235,12 +267,19 @@ fn render_check(out: &mut String, report: &CheckReport) {
         }
     }
     if !check.unreadable.is_empty() {
-        let _ = writeln!(out, "  Could not read: {} (not checked).", check.unreadable.join(", "));
+        let _ = writeln!(
+            out,
+            "  Could not read: {} (not checked).",
+            check.unreadable.join(", ")
+        );
     }
     if check.fixes.is_empty() {
         let _ = writeln!(out, "Nothing on this host caps one stream on this path.");
     } else {
-        let _ = writeln!(out, "Lift the caps (as root; the receiving settings matter on the receiver, the sending ones on the sender):");
+        let _ = writeln!(
+            out,
+            "Lift the caps (as root; the receiving settings matter on the receiver, the sending ones on the sender):"
+        );
         for fix in &check.fixes {
             let _ = writeln!(out, "  {fix}");
         }

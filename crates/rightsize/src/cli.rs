@@ -40,16 +40,16 @@ Durations need a unit (50ms, 0.05s, 100us).";
 #[derive(Debug, Args)]
 pub struct AdviseArgs {
     /// The path's bottleneck rate: 10G, 10Gbit/s, 10Gbps, 2.5G, 100M, 100000kbit/s, 56k, 125MB/s.
-    #[arg(long, short = 'b', value_name = "RATE", value_parser = BitRate::parse_positive)]
+    #[arg(long, short = 'b', value_name = "RATE", allow_hyphen_values = true, value_parser = BitRate::parse_positive)]
     pub bandwidth: Option<BitRate>,
 
     /// The path's round-trip time: 50ms, 0.05s, "12 ms", 100us.
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = units::parse_positive_duration)]
     pub rtt: Duration,
 
     /// Instead of advice: the most throughput this buffer (taken as the window) allows over the RTT,
     /// and with --bandwidth the share of the path it can use. 64KiB, 16MiB, 65536.
-    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = Bytes::parse_positive)]
     pub buffer: Option<Bytes>,
 
     /// TCP maximum segment size in bytes, for the Windows 2000/XP window rounding.

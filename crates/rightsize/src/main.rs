@@ -34,13 +34,18 @@ fn main() -> ExitCode {
 /// accepted forms); other usage errors keep clap's usage hint. Exit code 2.
 fn usage_error(err: clap::Error) -> ExitCode {
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = err.print();
             ExitCode::SUCCESS
         }
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
             let rendered = err.render().to_string();
-            eprintln!("{}", rendered.lines().next().unwrap_or("error: invalid value"));
+            eprintln!(
+                "{}",
+                rendered.lines().next().unwrap_or("error: invalid value")
+            );
             ExitCode::from(2)
         }
         _ => {

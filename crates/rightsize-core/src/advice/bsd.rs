@@ -23,7 +23,10 @@ fn maxsockbuf_for(buffer: u64) -> u64 {
 }
 
 fn sysctl_lines(settings: &[Setting], prefix: &str) -> Vec<String> {
-    settings.iter().map(|s| format!("{prefix}sysctl {}={}", s.name, s.value)).collect()
+    settings
+        .iter()
+        .map(|s| format!("{prefix}sysctl {}={}", s.name, s.value))
+        .collect()
 }
 
 fn file_contents(settings: &[Setting], summary: &PathSummary) -> String {
@@ -40,7 +43,11 @@ fn file_contents(settings: &[Setting], summary: &PathSummary) -> String {
 pub(super) fn freebsd(summary: &PathSummary) -> OsAdvice {
     let buffer = twice(summary.bdp_bytes).max(FREEBSD_AUTO_MAX_DEFAULT);
     let maxsockbuf = maxsockbuf_for(buffer).max(FREEBSD_MAXSOCKBUF_DEFAULT);
-    let inc = if summary.bdp_bytes > 4 * 1024 * 1024 { 16_384 } else { 8_192 };
+    let inc = if summary.bdp_bytes > 4 * 1024 * 1024 {
+        16_384
+    } else {
+        8_192
+    };
     let settings = vec![
         Setting {
             name: "kern.ipc.maxsockbuf".into(),
@@ -122,7 +129,13 @@ mod tests {
     use std::time::Duration;
 
     fn summary(rate: &str, rtt_ms: u64) -> PathSummary {
-        PathSummary::new(&PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_millis(rtt_ms) }, 1460)
+        PathSummary::new(
+            &PathParams {
+                rate: rate.parse().unwrap(),
+                rtt: Duration::from_millis(rtt_ms),
+            },
+            1460,
+        )
     }
 
     #[test]
@@ -130,12 +143,19 @@ mod tests {
         let advice = freebsd(&summary("10G", 50));
         assert_eq!(advice.buffer_bytes, 125_000_000);
         assert_eq!(advice.settings[0].value, "140625000");
-        assert!(advice.commands.contains(&"sysctl net.inet.tcp.recvbuf_max=125000000".to_owned()));
+        assert!(
+            advice
+                .commands
+                .contains(&"sysctl net.inet.tcp.recvbuf_max=125000000".to_owned())
+        );
     }
 
     #[test]
     fn small_paths_keep_the_defaults() {
-        assert_eq!(freebsd(&summary("10M", 10)).buffer_bytes, FREEBSD_AUTO_MAX_DEFAULT);
+        assert_eq!(
+            freebsd(&summary("10M", 10)).buffer_bytes,
+            FREEBSD_AUTO_MAX_DEFAULT
+        );
         let mac = macos(&summary("10M", 10));
         assert_eq!(mac.buffer_bytes, MACOS_AUTO_MAX_DEFAULT);
         assert_eq!(mac.settings[0].value, MACOS_MAXSOCKBUF_DEFAULT.to_string());

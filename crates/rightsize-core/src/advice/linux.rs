@@ -20,12 +20,20 @@ pub(crate) fn linux_buffer(summary: &PathSummary) -> u64 {
 pub(super) fn advise(summary: &PathSummary, host: &HostSettings) -> OsAdvice {
     let defaults = HostSettings::linux_defaults();
     let target = linux_buffer(summary);
-    let current_or_default = |value: Option<u64>, default: Option<u64>| value.or(default).unwrap_or(0);
+    let current_or_default =
+        |value: Option<u64>, default: Option<u64>| value.or(default).unwrap_or(0);
     let rmem_max = target.max(current_or_default(host.rmem_max, defaults.rmem_max));
     let wmem_max = target.max(current_or_default(host.wmem_max, defaults.wmem_max));
     let triple = |current: Option<BufferTriple>, default: Option<BufferTriple>| {
-        let base = current.or(default).unwrap_or(BufferTriple { min: 4096, default: 131_072, max: 0 });
-        BufferTriple { max: base.max.max(target), ..base }
+        let base = current.or(default).unwrap_or(BufferTriple {
+            min: 4096,
+            default: 131_072,
+            max: 0,
+        });
+        BufferTriple {
+            max: base.max.max(target),
+            ..base
+        }
     };
     let tcp_rmem = triple(host.tcp_rmem, defaults.tcp_rmem);
     let tcp_wmem = triple(host.tcp_wmem, defaults.tcp_wmem);
@@ -121,7 +129,10 @@ pub(super) fn advise(summary: &PathSummary, host: &HostSettings) -> OsAdvice {
         buffer_bytes: target,
         settings,
         commands,
-        file: Some(ConfigFile { path: LINUX_DROPIN_PATH.into(), contents }),
+        file: Some(ConfigFile {
+            path: LINUX_DROPIN_PATH.into(),
+            contents,
+        }),
         notes,
     }
 }
@@ -134,11 +145,23 @@ mod tests {
     use std::time::Duration;
 
     fn summary(rate: &str, rtt_ms: u64) -> PathSummary {
-        PathSummary::new(&PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_millis(rtt_ms) }, 1460)
+        PathSummary::new(
+            &PathParams {
+                rate: rate.parse().unwrap(),
+                rtt: Duration::from_millis(rtt_ms),
+            },
+            1460,
+        )
     }
 
     fn value(advice: &OsAdvice, key: SysctlKey) -> String {
-        advice.settings.iter().find(|s| s.name == key.name()).unwrap().value.clone()
+        advice
+            .settings
+            .iter()
+            .find(|s| s.name == key.name())
+            .unwrap()
+            .value
+            .clone()
     }
 
     #[test]
@@ -147,7 +170,11 @@ mod tests {
         assert_eq!(advice.buffer_bytes, 50_000_000);
         assert_eq!(value(&advice, SysctlKey::TcpRmem), "4096 131072 50000000");
         assert_eq!(value(&advice, SysctlKey::TcpWmem), "4096 16384 50000000");
-        assert!(advice.commands.contains(&"sysctl -w net.ipv4.tcp_rmem='4096 131072 50000000'".to_owned()));
+        assert!(
+            advice
+                .commands
+                .contains(&"sysctl -w net.ipv4.tcp_rmem='4096 131072 50000000'".to_owned())
+        );
         let file = advice.file.unwrap();
         assert!(file.contents.contains("net.core.rmem_max = 50000000\n"));
     }

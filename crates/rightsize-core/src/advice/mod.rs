@@ -39,7 +39,13 @@ pub enum Os {
 
 impl Os {
     /// Every OS, in the order advice is printed.
-    pub const ALL: [Os; 5] = [Os::Linux, Os::Freebsd, Os::Macos, Os::Windows, Os::WindowsXp];
+    pub const ALL: [Os; 5] = [
+        Os::Linux,
+        Os::Freebsd,
+        Os::Macos,
+        Os::Windows,
+        Os::WindowsXp,
+    ];
 
     /// The name `--os` accepts.
     pub const fn name(self) -> &'static str {
@@ -230,12 +236,20 @@ mod tests {
     use super::*;
 
     fn path(rate: &str, rtt: &str) -> PathParams {
-        PathParams { rate: rate.parse().unwrap(), rtt: crate::units::parse_duration(rtt).unwrap() }
+        PathParams {
+            rate: rate.parse().unwrap(),
+            rtt: crate::units::parse_duration(rtt).unwrap(),
+        }
     }
 
     #[test]
     fn ten_gig_fifty_ms_covers_every_os() {
-        let advice = advise(&path("10G", "50ms"), 1460, &Os::ALL, &HostSettings::linux_defaults());
+        let advice = advise(
+            &path("10G", "50ms"),
+            1460,
+            &Os::ALL,
+            &HostSettings::linux_defaults(),
+        );
         assert_eq!(advice.path.bdp_bytes, 62_500_000);
         assert_eq!(advice.path.window_scale_needed, Some(10));
         assert_eq!(advice.os.len(), 5);
@@ -249,13 +263,25 @@ mod tests {
     fn inverse_question() {
         let answer = BufferAnswer::new(Bytes(64 * 1024), Duration::from_millis(100), None);
         assert_eq!(BitRate(answer.max_rate_bps).human(), "5.24 Mbit/s");
-        let answer = BufferAnswer::new(Bytes(1 << 20), Duration::from_millis(50), Some(BitRate(10_000_000_000)));
-        assert_eq!(format!("{:.2}", answer.utilisation.unwrap() * 100.0), "1.68");
+        let answer = BufferAnswer::new(
+            Bytes(1 << 20),
+            Duration::from_millis(50),
+            Some(BitRate(10_000_000_000)),
+        );
+        assert_eq!(
+            format!("{:.2}", answer.utilisation.unwrap() * 100.0),
+            "1.68"
+        );
     }
 
     #[test]
     fn beyond_one_connection_is_said() {
-        let advice = advise(&path("200G", "100ms"), 1460, &[Os::Linux], &HostSettings::linux_defaults());
+        let advice = advise(
+            &path("200G", "100ms"),
+            1460,
+            &[Os::Linux],
+            &HostSettings::linux_defaults(),
+        );
         assert!(!advice.path.fits_one_connection);
         assert_eq!(advice.path.streams_needed, 3);
     }

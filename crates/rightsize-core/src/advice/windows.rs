@@ -7,8 +7,13 @@ use crate::bdp::{self, MAX_UNSCALED_WINDOW};
 use crate::units::Bytes;
 
 /// Auto-tuning levels with the window-scale shift each allows.
-const LEVELS: [(&str, u8); 5] =
-    [("disabled", 0), ("highlyrestricted", 2), ("restricted", 4), ("normal", 8), ("experimental", 14)];
+const LEVELS: [(&str, u8); 5] = [
+    ("disabled", 0),
+    ("highlyrestricted", 2),
+    ("restricted", 4),
+    ("normal", 8),
+    ("experimental", 14),
+];
 
 /// The largest `TcpWindowSize` the registry takes (seed 004, appendix 9.5).
 const XP_MAX_WINDOW: u64 = 0x3FFF_FFFF;
@@ -24,7 +29,11 @@ fn least_level(bdp: u64) -> (&'static str, u8) {
 pub(super) fn vista(summary: &PathSummary) -> OsAdvice {
     let (least, shift) = least_level(summary.bdp_bytes);
     // Below `normal` Windows only restricts itself; never advise that.
-    let (level, shift) = if shift < 8 { ("normal", 8) } else { (least, shift) };
+    let (level, shift) = if shift < 8 {
+        ("normal", 8)
+    } else {
+        (least, shift)
+    };
     let window = bdp::max_window_for_scale(shift);
     OsAdvice {
         os: Os::Windows,
@@ -57,12 +66,17 @@ pub(super) fn vista(summary: &PathSummary) -> OsAdvice {
 
 fn capitalise(word: &str) -> String {
     let mut chars = word.chars();
-    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
 }
 
 pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
     let bdp = Bytes(summary.bdp_bytes);
-    let window = bdp::round_up_to_even_mss(bdp, summary.mss_bytes).get().min(XP_MAX_WINDOW);
+    let window = bdp::round_up_to_even_mss(bdp, summary.mss_bytes)
+        .get()
+        .min(XP_MAX_WINDOW);
     let segments = window / summary.mss_bytes.max(1);
     let large = bdp.get() > MAX_UNSCALED_WINDOW;
     let tcpip = r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters";
@@ -70,7 +84,8 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
     let mut settings = vec![Setting {
         name: format!(r"{afd}\DefaultSendWindow"),
         value: window.to_string(),
-        why: "the sender's socket buffer: one BDP (seed 004, step 3 or 4; the default is 8192)".into(),
+        why: "the sender's socket buffer: one BDP (seed 004, step 3 or 4; the default is 8192)"
+            .into(),
     }];
     if large {
         settings.push(Setting {
@@ -93,13 +108,20 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
         .iter()
         .map(|s| {
             let (key, value) = s.name.rsplit_once('\\').unwrap_or((&s.name, ""));
-            format!("reg add \"{key}\" /v {value} /t REG_DWORD /d {} /f", s.value)
+            format!(
+                "reg add \"{key}\" /v {value} /t REG_DWORD /d {} /f",
+                s.value
+            )
         })
         .collect();
     let mut contents = String::from("Windows Registry Editor Version 5.00\r\n");
     for s in &settings {
         let (key, value) = s.name.rsplit_once('\\').unwrap_or((&s.name, ""));
-        contents.push_str(&format!("\r\n[{}]\r\n\"{value}\"=dword:{:08x}\r\n", key.replacen("HKLM", "HKEY_LOCAL_MACHINE", 1), s.value.parse::<u64>().unwrap_or(0)));
+        contents.push_str(&format!(
+            "\r\n[{}]\r\n\"{value}\"=dword:{:08x}\r\n",
+            key.replacen("HKLM", "HKEY_LOCAL_MACHINE", 1),
+            s.value.parse::<u64>().unwrap_or(0)
+        ));
     }
     OsAdvice {
         os: Os::WindowsXp,
@@ -107,7 +129,10 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
         buffer_bytes: window,
         settings,
         commands,
-        file: Some(ConfigFile { path: "rightsize-tcp.reg".into(), contents }),
+        file: Some(ConfigFile {
+            path: "rightsize-tcp.reg".into(),
+            contents,
+        }),
         notes: vec![
             "Reboot after changing these registry values.".into(),
             if large {
@@ -127,17 +152,37 @@ mod tests {
     use std::time::Duration;
 
     fn summary(rate: &str, rtt_us: u64) -> PathSummary {
-        PathSummary::new(&PathParams { rate: rate.parse().unwrap(), rtt: Duration::from_micros(rtt_us) }, 1460)
+        PathSummary::new(
+            &PathParams {
+                rate: rate.parse().unwrap(),
+                rtt: Duration::from_micros(rtt_us),
+            },
+            1460,
+        )
     }
 
     #[test]
     fn seed_004_registry_values() {
         for (rtt_us, window) in [(12_000, 151_840), (20_000, 251_120), (40_000, 502_240)] {
             let advice = xp(&summary("100M", rtt_us));
-            let tcp_window = advice.settings.iter().find(|s| s.name.ends_with("TcpWindowSize")).unwrap();
+            let tcp_window = advice
+                .settings
+                .iter()
+                .find(|s| s.name.ends_with("TcpWindowSize"))
+                .unwrap();
             assert_eq!(tcp_window.value, window.to_string());
-            assert!(advice.settings.iter().any(|s| s.name.ends_with("Tcp1323Opts") && s.value == "1"));
-            assert!(advice.commands.iter().any(|c| c.contains(&format!("/v TcpWindowSize /t REG_DWORD /d {window} /f"))));
+            assert!(
+                advice
+                    .settings
+                    .iter()
+                    .any(|s| s.name.ends_with("Tcp1323Opts") && s.value == "1")
+            );
+            assert!(
+                advice
+                    .commands
+                    .iter()
+                    .any(|c| c.contains(&format!("/v TcpWindowSize /t REG_DWORD /d {window} /f")))
+            );
         }
     }
 
@@ -151,7 +196,10 @@ mod tests {
     #[test]
     fn vista_levels() {
         assert_eq!(vista(&summary("100M", 20_000)).settings[0].value, "normal");
-        assert_eq!(vista(&summary("10G", 50_000)).settings[0].value, "experimental");
+        assert_eq!(
+            vista(&summary("10G", 50_000)).settings[0].value,
+            "experimental"
+        );
         assert_eq!(least_level(200_000), ("highlyrestricted", 2));
     }
 }
