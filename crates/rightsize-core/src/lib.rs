@@ -5,9 +5,9 @@
 //! the host-tuning advice, and the FTP wire codec. Time, where needed, is an
 //! argument. The system layer (`rightsize-sys`) and the binary drive it.
 
-pub mod ftp;
 pub mod advice;
 pub mod bdp;
+pub mod check;
+pub mod ftp;
 pub mod host;
 pub mod units;
-pub mod check;
