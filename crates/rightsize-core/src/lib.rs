@@ -10,4 +10,5 @@ pub mod bdp;
 pub mod check;
 pub mod ftp;
 pub mod host;
+pub mod tcpinfo;
 pub mod units;
