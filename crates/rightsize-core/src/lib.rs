@@ -10,5 +10,6 @@ pub mod bdp;
 pub mod check;
 pub mod ftp;
 pub mod host;
+pub mod session;
 pub mod tcpinfo;
 pub mod units;

@@ -1,0 +1,273 @@
+//! The server side of one FTP control connection, as a state machine.
+//!
+//! A [`Session`] is fed one command line at a time (already framed and
+//! parsed by [`crate::ftp`]) and returns the [`Output`]s to act on: replies,
+//! a transfer to run, a delay, a close. It never does I/O itself: file
+//! system and listener requests go through a [`ServerHost`], and transfers
+//! run in the driver, which reports how they ended. Guarantees:
+//!
+//! - exactly one final reply per command line (RFC 959 section 4.2), with the
+//!   preliminary 150 of a transfer carried in its [`TransferPlan`];
+//! - the same `331` to `USER` for known and unknown users, a delay and a
+//!   count on failed logins (RFC 2577 section 5);
+//! - `PORT`/`EPRT` only to the control connection's peer address and to
+//!   ports of 1024 and above (RFC 2577 section 3);
+//! - write commands only for [`Access::ReadWrite`] users;
+//! - paths resolved with [`VirtualPath`], so none leaves the served root.
+
+mod commands;
+mod host;
+pub mod listing;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::ftp::{Command, CommandError, Reply, VirtualPath};
+
+pub use host::{
+    Access, DataEndpoint, DirEntry, EntryKind, FsError, Metadata, Output, ServerHost, TransferKind,
+    TransferOutcome, TransferPlan,
+};
+
+/// Failed logins before the connection is closed (vsftpd's default).
+pub const MAX_FAILED_LOGINS: u32 = 3;
+
+/// The pause before answering a failed login (vsftpd's default).
+pub const FAILED_LOGIN_DELAY: Duration = Duration::from_secs(1);
+
+/// The largest `SBUF` accepted: the largest `int` a buffer sysctl takes.
+pub const MAX_SBUF_BYTES: u64 = i32::MAX as u64;
+
+/// Commands held back while a transfer runs; more are refused with 503.
+pub const MAX_QUEUED_COMMANDS: usize = 32;
+
+/// Settings of a server session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Whether `anonymous` and `ftp` may log in (read-only).
+    pub anonymous: bool,
+    /// The text of the 220 greeting.
+    pub greeting: String,
+    /// How long a client may take to log in.
+    pub login_timeout: Duration,
+    /// How long a logged-in client may stay silent between commands.
+    pub idle_timeout: Duration,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            anonymous: true,
+            greeting: "rightsize FTP server ready.".into(),
+            login_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Login {
+    AwaitingUser,
+    AwaitingPass { user: String },
+    LoggedIn { access: Access },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DataSetup {
+    None,
+    Passive(SocketAddr),
+    Active(SocketAddr),
+}
+
+/// One control connection's state.
+#[derive(Debug)]
+pub struct Session {
+    config: SessionConfig,
+    peer: SocketAddr,
+    login: Login,
+    failed_logins: u32,
+    cwd: VirtualPath,
+    binary: bool,
+    data: DataSetup,
+    epsv_all: bool,
+    rest: u64,
+    rename_from: Option<VirtualPath>,
+    sbuf: Option<u64>,
+    transferring: bool,
+    quit_after_transfer: bool,
+    queued: VecDeque<Result<Command, CommandError>>,
+}
+
+impl Session {
+    /// A session for a client at `peer`, and the greeting to send.
+    pub fn new(config: SessionConfig, peer: SocketAddr) -> (Session, Output) {
+        let greeting = Output::Reply(Reply::trusted(220, config.greeting.clone()));
+        let session = Session {
+            config,
+            peer,
+            login: Login::AwaitingUser,
+            failed_logins: 0,
+            cwd: VirtualPath::root(),
+            binary: false,
+            data: DataSetup::None,
+            epsv_all: false,
+            rest: 0,
+            rename_from: None,
+            sbuf: None,
+            transferring: false,
+            quit_after_transfer: false,
+            queued: VecDeque::new(),
+        };
+        (session, greeting)
+    }
+
+    /// How long the driver should wait for the next command before calling
+    /// [`Session::timed_out`]; `None` while a transfer runs.
+    pub fn read_timeout(&self) -> Option<Duration> {
+        match (&self.login, self.transferring) {
+            (_, true) => None,
+            (Login::LoggedIn { .. }, false) => Some(self.config.idle_timeout),
+            _ => Some(self.config.login_timeout),
+        }
+    }
+
+    /// The client stayed silent past [`Session::read_timeout`].
+    pub fn timed_out(&mut self) -> Vec<Output> {
+        vec![
+            Output::Reply(Reply::trusted(421, "Timeout.".into())),
+            Output::Close,
+        ]
+    }
+
+    /// The client sent a line longer than the codec accepts (vsftpd's answer).
+    pub fn line_too_long(&mut self) -> Vec<Output> {
+        vec![
+            Output::Reply(Reply::trusted(500, "Input line too long.".into())),
+            Output::Close,
+        ]
+    }
+
+    /// Whether a transfer is running.
+    pub fn is_transferring(&self) -> bool {
+        self.transferring
+    }
+
+    /// Handles one parsed (or refused) command line.
+    pub fn handle(
+        &mut self,
+        command: Result<Command, CommandError>,
+        host: &mut dyn ServerHost,
+        now_unix: i64,
+    ) -> Vec<Output> {
+        if self.transferring {
+            return self.during_transfer(command);
+        }
+        let command = match command {
+            Ok(command) => command,
+            Err(err) => {
+                self.rename_from = None;
+                return vec![Output::Reply(err.to_reply())];
+            }
+        };
+        // RNTO must come right after RNFR, REST right before its transfer.
+        if !matches!(command, Command::Rnto(_) | Command::Rnfr(_)) {
+            self.rename_from = None;
+        }
+        if !matches!(
+            command,
+            Command::Rest(_) | Command::Retr(_) | Command::Stor(_) | Command::Appe(_)
+        ) {
+            self.rest = 0;
+        }
+        commands::dispatch(self, command, host, now_unix)
+    }
+
+    /// The transfer ended; the replies to send, then what the commands that
+    /// arrived during it produce.
+    pub fn transfer_done(
+        &mut self,
+        outcome: TransferOutcome,
+        host: &mut dyn ServerHost,
+        now_unix: i64,
+    ) -> Vec<Output> {
+        self.transferring = false;
+        let mut out = vec![Output::Reply(match &outcome {
+            TransferOutcome::Complete { .. } => Reply::trusted(226, "Transfer complete.".into()),
+            TransferOutcome::OpenFailed(FsError::PermissionDenied) => {
+                Reply::trusted(550, "Permission denied.".into())
+            }
+            TransferOutcome::OpenFailed(FsError::IsADirectory) => {
+                Reply::trusted(550, "Is a directory.".into())
+            }
+            TransferOutcome::OpenFailed(_) => Reply::trusted(550, "Failed to open file.".into()),
+            TransferOutcome::DataConnectFailed(_) => {
+                Reply::trusted(425, "Failed to establish connection.".into())
+            }
+            TransferOutcome::NetworkError(_) => {
+                Reply::trusted(426, "Connection closed; transfer aborted.".into())
+            }
+            TransferOutcome::LocalError(_) => {
+                Reply::trusted(451, "Local error in processing; transfer aborted.".into())
+            }
+            TransferOutcome::Aborted => {
+                Reply::trusted(426, "Connection closed; transfer aborted.".into())
+            }
+        })];
+        if outcome == TransferOutcome::Aborted {
+            out.push(Output::Reply(Reply::trusted(
+                226,
+                "ABOR successful.".into(),
+            )));
+        }
+        if self.quit_after_transfer {
+            out.push(Output::Reply(Reply::trusted(221, "Goodbye.".into())));
+            out.push(Output::Close);
+            return out;
+        }
+        while let Some(command) = self.queued.pop_front() {
+            let more = self.handle(command, host, now_unix);
+            let started = more.iter().any(|o| matches!(o, Output::Transfer(_)));
+            out.extend(more);
+            if started || out.contains(&Output::Close) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Commands while a transfer runs: ABOR, STAT, NOOP and QUIT are
+    /// answered now; the rest wait for the transfer's end, in order.
+    fn during_transfer(&mut self, command: Result<Command, CommandError>) -> Vec<Output> {
+        match command {
+            Ok(Command::Abor) => vec![Output::Abort],
+            Ok(Command::Stat(None)) => vec![Output::Reply(Reply::trusted(
+                213,
+                "Transfer in progress.".into(),
+            ))],
+            Ok(Command::Noop) => vec![Output::Reply(Reply::trusted(200, "NOOP ok.".into()))],
+            Ok(Command::Quit) => {
+                self.quit_after_transfer = true;
+                Vec::new()
+            }
+            other if self.queued.len() < MAX_QUEUED_COMMANDS => {
+                self.queued.push_back(other);
+                Vec::new()
+            }
+            _ => vec![Output::Reply(Reply::trusted(
+                503,
+                "Too many commands during a transfer.".into(),
+            ))],
+        }
+    }
+
+    fn access(&self) -> Option<Access> {
+        match self.login {
+            Login::LoggedIn { access } => Some(access),
+            _ => None,
+        }
+    }
+}
