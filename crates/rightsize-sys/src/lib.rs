@@ -1,7 +1,11 @@
 //! rightsize's Linux system layer: the only place that touches the kernel.
 //!
-//! Today it reads sysctls; sockets, `TCP_INFO`, namespaces and the emulator
+//! It reads sysctls (`sysctl`), creates and sizes sockets with every buffer,
+//! clamp and congestion-control setting read back (`socket`), and reads the
+//! kernel's `struct tcp_info` (`tcp_info`). Namespaces and the emulator
 //! driver will live here too. Every system call is wrapped so that its error
 //! names the call and the path or address it was given.
 
+pub mod socket;
 pub mod sysctl;
+pub mod tcp_info;

@@ -10,7 +10,7 @@ use rightsize_core::host::{HostSettings, SysctlKey};
 
 /// A sysctl that could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("reading {key} from {}: {source}", path.display())]
+#[error("reading {key} from {}", path.display())]
 pub struct SysctlError {
     /// The sysctl's dotted name.
     pub key: &'static str,

@@ -272,7 +272,7 @@ fn active(session: &mut Session, target: SocketAddr) -> Vec<Output> {
     if session.epsv_all {
         return reply(501, "PORT not allowed after EPSV ALL.");
     }
-    if target.ip() != session.peer.ip() || target.port() < 1024 {
+    if target.ip().to_canonical() != session.peer.ip().to_canonical() || target.port() < 1024 {
         return reply(500, "Illegal PORT command.");
     }
     session.data = DataSetup::Active(target);
