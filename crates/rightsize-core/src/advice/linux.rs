@@ -141,17 +141,9 @@ pub(super) fn advise(summary: &PathSummary, host: &HostSettings) -> OsAdvice {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::bdp::PathParams;
-    use std::time::Duration;
 
     fn summary(rate: &str, rtt_ms: u64) -> PathSummary {
-        PathSummary::new(
-            &PathParams {
-                rate: rate.parse().unwrap(),
-                rtt: Duration::from_millis(rtt_ms),
-            },
-            1460,
-        )
+        super::super::test_summary(rate, std::time::Duration::from_millis(rtt_ms))
     }
 
     fn value(advice: &OsAdvice, key: SysctlKey) -> String {

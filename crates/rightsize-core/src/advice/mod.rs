@@ -230,6 +230,19 @@ pub(crate) fn rate_over(bytes: u64, summary: &PathSummary) -> String {
     human_rate(bytes as f64 * 8.0 * 1e9 / summary.rtt_ns as f64)
 }
 
+/// A summary of a path given as text, for the OS modules' tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+fn test_summary(rate: &str, rtt: Duration) -> PathSummary {
+    PathSummary::new(
+        &PathParams {
+            rate: rate.parse().unwrap(),
+            rtt,
+        },
+        bdp::DEFAULT_MSS,
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -148,17 +148,9 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::bdp::PathParams;
-    use std::time::Duration;
 
     fn summary(rate: &str, rtt_us: u64) -> PathSummary {
-        PathSummary::new(
-            &PathParams {
-                rate: rate.parse().unwrap(),
-                rtt: Duration::from_micros(rtt_us),
-            },
-            1460,
-        )
+        super::super::test_summary(rate, std::time::Duration::from_micros(rtt_us))
     }
 
     #[test]
