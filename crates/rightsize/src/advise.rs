@@ -255,7 +255,7 @@ fn render_check(out: &mut String, report: &CheckReport) {
                     BitRate(limit.ceiling_upper_bps).human(),
                     limit.setting,
                     Bytes(limit.value).grouped(),
-                    Bytes(rightsize_core::advice::twice_bdp(&check.path)).grouped()
+                    Bytes(advice::linux_buffer(&check.path)).grouped()
                 );
             } else {
                 let _ = writeln!(

@@ -22,6 +22,15 @@ fn maxsockbuf_for(buffer: u64) -> u64 {
     buffer.saturating_mul(2304).div_ceil(2048)
 }
 
+/// The `kern.ipc.maxsockbuf` setting both BSD-derived kernels need.
+fn maxsockbuf_setting(maxsockbuf: u64) -> Setting {
+    Setting {
+        name: "kern.ipc.maxsockbuf".into(),
+        value: maxsockbuf.to_string(),
+        why: "caps every socket buffer; 9/8 of the largest buffer, for mbuf overhead".into(),
+    }
+}
+
 fn sysctl_lines(settings: &[Setting], prefix: &str) -> Vec<String> {
     settings
         .iter()
@@ -49,11 +58,7 @@ pub(super) fn freebsd(summary: &PathSummary) -> OsAdvice {
         8_192
     };
     let settings = vec![
-        Setting {
-            name: "kern.ipc.maxsockbuf".into(),
-            value: maxsockbuf.to_string(),
-            why: "caps every socket buffer; 9/8 of the largest buffer, for mbuf overhead".into(),
-        },
+        maxsockbuf_setting(maxsockbuf),
         Setting {
             name: "net.inet.tcp.sendbuf_max".into(),
             value: buffer.to_string(),
@@ -91,11 +96,7 @@ pub(super) fn macos(summary: &PathSummary) -> OsAdvice {
     let buffer = twice(summary.bdp_bytes).max(MACOS_AUTO_MAX_DEFAULT);
     let maxsockbuf = maxsockbuf_for(buffer).max(MACOS_MAXSOCKBUF_DEFAULT);
     let settings = vec![
-        Setting {
-            name: "kern.ipc.maxsockbuf".into(),
-            value: maxsockbuf.to_string(),
-            why: "caps every socket buffer; 9/8 of the largest buffer, for mbuf overhead".into(),
-        },
+        maxsockbuf_setting(maxsockbuf),
         Setting {
             name: "net.inet.tcp.autorcvbufmax".into(),
             value: buffer.to_string(),

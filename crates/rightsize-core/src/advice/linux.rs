@@ -13,7 +13,7 @@ pub const LINUX_DROPIN_PATH: &str = "/etc/sysctl.d/90-rightsize.conf";
 const SYSCTL_INT_MAX: u64 = i32::MAX as u64;
 
 /// The Linux buffer size for `summary`: 2 x BDP, within a sysctl `int`.
-pub(crate) fn linux_buffer(summary: &PathSummary) -> u64 {
+pub fn linux_buffer(summary: &PathSummary) -> u64 {
     twice(summary.bdp_bytes).min(SYSCTL_INT_MAX)
 }
 

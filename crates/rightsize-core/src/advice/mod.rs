@@ -19,7 +19,7 @@ use crate::bdp::{self, PathParams};
 use crate::host::HostSettings;
 use crate::units::{BitRate, Bytes, human_rate};
 
-pub use linux::LINUX_DROPIN_PATH;
+pub use linux::{LINUX_DROPIN_PATH, linux_buffer};
 
 /// An operating system family the advisor knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -215,11 +215,6 @@ impl BufferAnswer {
 /// half-for-overhead convention of seed 003 section 1.3.
 pub(crate) fn twice(bytes: u64) -> u64 {
     bytes.saturating_mul(2)
-}
-
-/// The buffer the advice sizes for a path: 2 x BDP (seed 003).
-pub fn twice_bdp(summary: &PathSummary) -> u64 {
-    twice(summary.bdp_bytes)
 }
 
 /// "caps one stream at …" phrasing shared by the OS modules.
