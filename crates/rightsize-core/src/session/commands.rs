@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 
+use super::bench;
 use super::listing::{self, UtcTime};
 use super::{
     Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
@@ -80,6 +81,18 @@ fn is_write(command: &Command) -> bool {
     )
 }
 
+/// STOR and APPE into the benchmark sink write nothing, so read-only users
+/// (anonymous included) may use them.
+fn stores_to_sink(session: &Session, command: &Command) -> bool {
+    let (Command::Stor(path) | Command::Appe(path)) = command else {
+        return false;
+    };
+    session
+        .cwd
+        .resolve(path.as_bytes())
+        .is_ok_and(|p| bench::classify(&p) == Some(bench::BenchPath::Null))
+}
+
 pub(super) fn dispatch(
     session: &mut Session,
     command: Command,
@@ -89,7 +102,10 @@ pub(super) fn dispatch(
     if session.access().is_none() && !allowed_before_login(&command) {
         return reply(530, "Please login with USER and PASS.");
     }
-    if is_write(&command) && session.access() != Some(Access::ReadWrite) {
+    if is_write(&command)
+        && session.access() != Some(Access::ReadWrite)
+        && !stores_to_sink(session, &command)
+    {
         return reply(550, "Permission denied.");
     }
     match command {
@@ -253,7 +269,7 @@ fn passive(session: &mut Session, host: &mut dyn ServerHost, extended: bool) -> 
     if session.epsv_all && !extended {
         return reply(501, "PASV not allowed after EPSV ALL.");
     }
-    match host.open_passive() {
+    match host.open_passive(session.sbuf) {
         Ok(addr) => {
             session.data = DataSetup::Passive(addr);
             match (extended, addr) {

@@ -77,8 +77,10 @@ pub trait ServerHost {
     /// The checksum algorithms offered (`CKSM`, upper case, e.g. `SHA256`).
     fn checksums(&self) -> &[&'static str];
     /// Opens a passive-mode listener on the control connection's local
-    /// address, and returns its address.
-    fn open_passive(&mut self) -> Result<SocketAddr, String>;
+    /// address, and returns its address. `sbuf` is the buffer size the client
+    /// asked for with `SBUF`, bytes: the listener gets it before `listen()`
+    /// so the accepted connection's window scale can carry it.
+    fn open_passive(&mut self, sbuf: Option<u64>) -> Result<SocketAddr, String>;
     /// Checks a user's password; `None` for an unknown user or a wrong
     /// password alike.
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access>;

@@ -15,6 +15,7 @@
 //! - write commands only for [`Access::ReadWrite`] users;
 //! - paths resolved with [`VirtualPath`], so none leaves the served root.
 
+pub mod bench;
 mod commands;
 mod host;
 pub mod listing;

@@ -97,7 +97,7 @@ impl ServerHost for MemHost {
     fn checksums(&self) -> &[&'static str] {
         &["SHA256", "MD5"]
     }
-    fn open_passive(&mut self) -> Result<SocketAddr, String> {
+    fn open_passive(&mut self, _sbuf: Option<u64>) -> Result<SocketAddr, String> {
         Ok(LOCAL_PASV)
     }
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access> {
@@ -504,4 +504,48 @@ fn unknown_commands_get_502() {
     let mut c = Client::logged_in("anonymous", "");
     assert_eq!(c.codes("XYZZY"), [502]);
     assert_eq!(c.codes("SITE BOGUS"), [500]);
+}
+
+#[test]
+fn anonymous_may_read_the_zero_source_and_store_into_the_sink_only() {
+    let (mut session, _) = Session::new(SessionConfig::default(), PEER);
+    let mut host = bench::BenchHost::new(MemHost::new(), NOW);
+    let mut send = |line: &str| session.handle(ftp::parse(line.as_bytes()), &mut host, NOW);
+    assert_eq!(codes(&send("USER anonymous")), [331]);
+    assert_eq!(codes(&send("PASS x@y")), [230]);
+    assert_eq!(
+        text(&send("SIZE /.rightsize/zero/1G")),
+        "213 1073741824\r\n"
+    );
+    assert_eq!(codes(&send("SIZE /.rightsize/zero/lots")), [550]);
+    assert_eq!(codes(&send("CWD /.rightsize/null")), [250]);
+    assert_eq!(codes(&send("STOR /pub/b.bin")), [550]);
+    assert_eq!(codes(&send("DELE /.rightsize/zero/1G")), [550]);
+    assert_eq!(codes(&send("EPSV")), [229]);
+    match send("STOR x.bin").as_slice() {
+        [Output::Transfer(plan)] => assert_eq!(
+            plan.kind,
+            TransferKind::Store {
+                path: VirtualPath::parse(b"/.rightsize/null/x.bin").unwrap(),
+                offset: 0,
+                append: false
+            }
+        ),
+        other => panic!("expected a transfer, got {other:?}"),
+    }
+}
+
+#[test]
+fn listing_the_zero_directory_shows_example_sizes() {
+    let mut host = bench::BenchHost::new(MemHost::new(), NOW);
+    let entries = host
+        .read_dir(&VirtualPath::parse(b"/.rightsize/zero").unwrap())
+        .unwrap();
+    assert_eq!(entries.len(), bench::LISTED_ZERO_SIZES.len());
+    assert_eq!(entries[3].name, b"1G");
+    assert_eq!(entries[3].metadata.size, 1 << 30);
+    assert_eq!(
+        host.make_dir(&VirtualPath::parse(b"/.rightsize/x").unwrap()),
+        Err(FsError::PermissionDenied)
+    );
 }

@@ -1,0 +1,1 @@
+//! The FTP client (`rightsize get` / `rightsize put`).

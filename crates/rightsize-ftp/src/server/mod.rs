@@ -1,0 +1,1 @@
+//! The FTP server (`rightsize serve`).
