@@ -6,6 +6,7 @@
 //! driver will live here too. Every system call is wrapped so that its error
 //! names the call and the path or address it was given.
 
+pub mod netns;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;

@@ -22,6 +22,9 @@ pub enum Command {
     /// The bandwidth-delay product of a path and the host settings for it.
     #[command(long_about = ADVISE_ABOUT)]
     Advise(AdviseArgs),
+    /// An FTP server whose data connections rightsize sizes and observes.
+    #[command(long_about = crate::serve::SERVE_ABOUT)]
+    Serve(crate::serve::ServeArgs),
 }
 
 const ADVISE_ABOUT: &str = "\

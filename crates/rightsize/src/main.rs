@@ -6,6 +6,7 @@
 
 mod advise;
 mod cli;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
+        cli::Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,1 +1,261 @@
-//! The FTP server (`rightsize serve`).
+//! The FTP server (`rightsize serve`): the core's [`Session`] state machine
+//! over real sockets and a served directory.
+//!
+//! One thread per control connection (plus a reader, and a data thread
+//! while a transfer runs), so no session ever waits for another; idle
+//! sessions cost a few small stacks. The served directory is opened once and
+//! every path goes through `rightsize_sys::rootfs`, so no name, `..` or
+//! symbolic link leads outside it. Data connections are made by
+//! `rightsize_sys::socket` with the client's `SBUF` applied before the
+//! handshake and read back.
+//!
+//! [`Session`]: rightsize_core::session::Session
+
+mod connection;
+mod data;
+mod host;
+mod limits;
+mod telemetry;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rightsize_core::passwd::UserDb;
+use rightsize_core::session::SessionConfig;
+use rightsize_sys::rootfs::{Root, RootError};
+use rightsize_sys::socket::{self, BufferRequest, SocketError};
+
+pub use data::COPY_CHUNK_BYTES;
+pub use limits::{Limits, Refused};
+
+/// The port `rightsize serve` listens on by default.
+pub const DEFAULT_PORT: u16 = 2121;
+/// Sessions at once, in total (vsftpd's `max_clients` is 2000).
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// Sessions at once from one address (vsftpd's `max_per_ip` is 50; a
+/// benchmark host opens many).
+pub const DEFAULT_MAX_PER_ADDRESS: usize = 250;
+/// How long a client may take to log in (vsftpd: 60 s).
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a logged-in client may stay silent (vsftpd: 300 s).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a data connection may take to be made (vsftpd: 60 s).
+pub const DEFAULT_DATA_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a data connection may move nothing (vsftpd: 300 s).
+pub const DEFAULT_DATA_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Stack of a session thread; its buffers are on the heap.
+const SESSION_STACK_BYTES: usize = 256 * 1024;
+
+/// Everything `rightsize serve` is told.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The served directory.
+    pub root: PathBuf,
+    /// Where to listen for control connections.
+    pub listen: SocketAddr,
+    /// Ports for passive listeners (inclusive); any free port when `None`.
+    pub passive_ports: Option<(u16, u16)>,
+    /// Whether `anonymous`/`ftp` may log in (read-only).
+    pub anonymous: bool,
+    /// Users with passwords (`rightsize passwd` writes the file).
+    pub users: Option<UserDb>,
+    /// Cap on sessions in total.
+    pub max_sessions: usize,
+    /// Cap on sessions from one address.
+    pub max_per_address: usize,
+    /// Pre-login timeout.
+    pub login_timeout: Duration,
+    /// Idle timeout between commands.
+    pub idle_timeout: Duration,
+    /// Timeout for making a data connection.
+    pub data_connect_timeout: Duration,
+    /// Timeout for a data connection that moves nothing.
+    pub data_idle_timeout: Duration,
+    /// The server's own request for every data socket; a client's `SBUF`
+    /// replaces its receive and send buffer sizes.
+    pub buffers: BufferRequest,
+    /// Where to write one telemetry file per data connection.
+    pub telemetry_dir: Option<PathBuf>,
+    /// Telemetry sampling interval.
+    pub telemetry_interval: Duration,
+    /// The command line, for telemetry headers.
+    pub argv: Vec<String>,
+    /// No log lines on stderr.
+    pub quiet: bool,
+}
+
+impl ServerConfig {
+    /// The defaults for serving `root`.
+    pub fn new(root: PathBuf) -> Self {
+        ServerConfig {
+            root,
+            listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+            passive_ports: None,
+            anonymous: true,
+            users: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_address: DEFAULT_MAX_PER_ADDRESS,
+            login_timeout: DEFAULT_LOGIN_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            data_connect_timeout: DEFAULT_DATA_CONNECT_TIMEOUT,
+            data_idle_timeout: DEFAULT_DATA_IDLE_TIMEOUT,
+            buffers: BufferRequest::default(),
+            telemetry_dir: None,
+            telemetry_interval: Duration::from_millis(100),
+            argv: Vec::new(),
+            quiet: false,
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The served directory.
+    #[error("cannot serve {path}")]
+    Root {
+        /// The directory given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: RootError,
+    },
+    /// The control listener.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address given.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: SocketError,
+    },
+    /// The telemetry directory.
+    #[error("cannot write telemetry into {path}")]
+    Telemetry {
+        /// The directory given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What every session of a server shares.
+#[derive(Debug)]
+struct Shared {
+    config: ServerConfig,
+    session_config: SessionConfig,
+    root: Root,
+    limits: Limits,
+    started_unix: i64,
+    /// Where the next passive port search starts, so ports rotate.
+    next_passive: AtomicU32,
+}
+
+impl Shared {
+    fn log(&self, line: &str) {
+        if !self.config.quiet {
+            let _ = writeln!(std::io::stderr().lock(), "rightsize serve: {line}");
+        }
+    }
+
+    /// The buffer request for a data connection, with the client's SBUF.
+    fn data_request(&self, sbuf: Option<u64>) -> BufferRequest {
+        let mut request = self.config.buffers.clone();
+        if let Some(bytes) = sbuf {
+            request.rcvbuf = Some(bytes);
+            request.sndbuf = Some(bytes);
+        }
+        request
+    }
+}
+
+/// A bound server, ready to run.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Opens the served directory and binds the control listener.
+    pub fn bind(config: ServerConfig) -> Result<Server, ServerError> {
+        let root = Root::open(&config.root).map_err(|source| ServerError::Root {
+            path: config.root.clone(),
+            source,
+        })?;
+        if let Some(dir) = &config.telemetry_dir {
+            std::fs::create_dir_all(dir).map_err(|source| ServerError::Telemetry {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let (listener, _) = socket::listen(config.listen, &BufferRequest::default(), 128)
+            .map_err(|source| ServerError::Listen {
+                addr: config.listen,
+                source,
+            })?;
+        let started_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let session_config = SessionConfig {
+            anonymous: config.anonymous,
+            login_timeout: config.login_timeout,
+            idle_timeout: config.idle_timeout,
+            ..SessionConfig::default()
+        };
+        let shared = Arc::new(Shared {
+            limits: Limits::new(config.max_sessions, config.max_per_address),
+            session_config,
+            root,
+            started_unix,
+            next_passive: AtomicU32::new(std::process::id()),
+            config,
+        });
+        Ok(Server { listener, shared })
+    }
+
+    /// The control listener's address (the real port when 0 was asked).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts control connections until the process ends.
+    pub fn run(self) -> ! {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) => {
+                    self.shared.log(&format!("accept failed: {e}"));
+                    // EMFILE and friends: back off rather than spin.
+                    thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    fn admit(&self, mut stream: TcpStream, peer: SocketAddr) {
+        let slot = match self.shared.limits.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refused) => {
+                self.shared
+                    .log(&format!("{peer}: refused: {}", refused.reply_text()));
+                let _ = stream.write_all(format!("421 {}\r\n", refused.reply_text()).as_bytes());
+                return;
+            }
+        };
+        let shared = Arc::clone(&self.shared);
+        let spawned = thread::Builder::new()
+            .name("ftp-session".into())
+            .stack_size(SESSION_STACK_BYTES)
+            .spawn(move || connection::serve(stream, peer, shared, slot));
+        if let Err(e) = spawned {
+            self.shared.log(&format!("{peer}: no thread for the session: {e}"));
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The data mover's benchmark; see the crate documentation.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use rightsize_sys::netns::{LEFT_ADDR, VethPath};
+
+use crate::procs::{Daemon, run_timed, wait_for};
+
+pub const USAGE: &str = "\
+usage: rightsize-bench ftp [--runs N] [--mem-bytes BYTES] [--file-bytes BYTES] [--sessions N]
+
+Runs, in one go, as root: rightsize get vs iperf3 -R (memory to memory), rightsize get vs curl
+from vsftpd and vs globus-url-copy from globus-gridftp-server (a file from page cache to
+/dev/null), over a veth pair between two network namespaces; and the server's resident memory
+with N idle sessions. Prints each run and the ratios; exits 1 if a target is missed.
+Defaults: --runs 3 --mem-bytes 4294967296 --file-bytes 2147483648 --sessions 200";
+
+const RIGHTSIZE_PORT: u16 = 2121;
+const VSFTPD_PORT: u16 = 2122;
+const GRIDFTP_PORT: u16 = 2811;
+const IPERF_PORT: u16 = 5201;
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+struct Options {
+    runs: usize,
+    mem_bytes: u64,
+    file_bytes: u64,
+    sessions: usize,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        runs: 3,
+        mem_bytes: 4 << 30,
+        file_bytes: 2 << 30,
+        sessions: 200,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))?;
+        let number = || -> anyhow::Result<u64> {
+            value
+                .parse()
+                .with_context(|| format!("invalid {flag} {value:?}: expected a whole number"))
+        };
+        match flag.as_str() {
+            "--runs" => o.runs = usize::try_from(number()?)?.max(1),
+            "--mem-bytes" => o.mem_bytes = number()?,
+            "--file-bytes" => o.file_bytes = number()?,
+            "--sessions" => o.sessions = usize::try_from(number()?)?,
+            _ => bail!("unknown flag {flag:?}\n\n{USAGE}"),
+        }
+    }
+    Ok(o)
+}
+
+/// The `rightsize` binary next to this one (scripts/bench builds both).
+fn rightsize_bin() -> anyhow::Result<PathBuf> {
+    let bin = std::env::current_exe()?.with_file_name("rightsize");
+    if !bin.exists() {
+        bail!("{} not found; build it with `cargo build --release --workspace`", bin.display());
+    }
+    Ok(bin)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn gbps(bps: f64) -> String {
+    format!("{:.2} Gbit/s", bps / 1e9)
+}
+
+pub fn run(args: &[String]) -> anyhow::Result<bool> {
+    let o = parse(args)?;
+    let rightsize = rightsize_bin()?;
+    let dir = TempDir::new("rightsize-bench")?;
+    let root = dir.0.join("root");
+    fs::create_dir_all(&root)?;
+    fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o755))?;
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o755))?;
+    let file = root.join("big.bin");
+    write_file(&file, o.file_bytes)?;
+
+    let path = VethPath::create("bench")?;
+    let server = path.left.name().to_owned();
+    let mut rs = Command::new("ip");
+    rs.args(["netns", "exec", &server]).arg(&rightsize).args([
+        "serve",
+        "-q",
+        "--listen",
+        &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
+        "--root",
+    ]);
+    rs.arg(&root);
+    let mut rs = Daemon::start("rightsize serve", rs)?;
+    let mut iperf = path.left.command("iperf3");
+    iperf.args(["-s", "-B", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string()]);
+    let _iperf = Daemon::start("iperf3 -s", iperf)?;
+    let _vsftpd = start_vsftpd(&path, &dir.0, &root)?;
+    let mut gridftp = path.left.command("globus-gridftp-server");
+    gridftp.args([
+        "-aa", "-anonymous-user", "nobody", "-p", &GRIDFTP_PORT.to_string(), "-control-interface",
+        &LEFT_ADDR.to_string(), "-data-interface", &LEFT_ADDR.to_string(), "-home-dir", "/",
+        "-port-range", "50000,50100",
+    ]);
+    let _gridftp = Daemon::start("globus-gridftp-server", gridftp)?;
+    for port in [RIGHTSIZE_PORT, VSFTPD_PORT, GRIDFTP_PORT, IPERF_PORT] {
+        wait_for(&format!("port {port}"), READY_TIMEOUT, || port_open(&path, port))?;
+    }
+    rs.check_running()?;
+
+    let mut ok = true;
+    println!("rightsize-bench ftp: veth {} <-> {}, {} run(s) each, alternating", path.left.name(), path.right.name(), o.runs);
+
+    // 1. Memory to memory.
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for run in 1..=o.runs {
+        let mut c = path.right.command("iperf3");
+        c.args(["-c", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string(), "-R", "-J", "-n", &o.mem_bytes.to_string()]);
+        let out = run_timed("iperf3 -c -R", c)?;
+        let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)?;
+        let bps = json["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .context("iperf3 -J: no end.sum_received.bits_per_second")?;
+        theirs.push(bps);
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", path.right.name()]).arg(&rightsize).args([
+            "get",
+            &format!("ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}", o.mem_bytes),
+            "-o",
+            "/dev/null",
+            "--json",
+        ]);
+        let out = run_timed("rightsize get", c)?;
+        let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)
+            .context("rightsize get --json printed no JSON")?;
+        let ours_bps = json["goodput_bps"].as_f64().context("rightsize get --json: no goodput_bps")?;
+        ours.push(ours_bps);
+        println!("  memory run {run}: iperf3 -R {}  rightsize get {}", gbps(bps), gbps(ours_bps));
+    }
+    let ratio = median(ours.clone()) / median(theirs.clone());
+    ok &= ratio >= 0.95;
+    println!(
+        "memory to memory: rightsize get {} / iperf3 {} = {ratio:.3}x (target >= 0.95) {}",
+        gbps(median(ours)),
+        gbps(median(theirs)),
+        verdict(ratio >= 0.95)
+    );
+
+    // 2. A file from page cache to /dev/null; wall time of each client.
+    let file_url_rs = format!("ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/big.bin");
+    let file_url_vs = format!("ftp://{LEFT_ADDR}:{VSFTPD_PORT}/big.bin");
+    let file_url_gr = format!("ftp://{LEFT_ADDR}:{GRIDFTP_PORT}/{}", file.display());
+    let (mut t_rs, mut t_curl, mut t_globus) = (Vec::new(), Vec::new(), Vec::new());
+    let rate = |t: Duration| o.file_bytes as f64 * 8.0 / t.as_secs_f64();
+    for run in 1..=o.runs {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", path.right.name()]).arg(&rightsize).args(["get", &file_url_rs, "-o", "/dev/null"]);
+        let a = run_timed("rightsize get (file)", c)?.elapsed;
+        let mut c = path.right.command("curl");
+        c.args(["-sS", "-o", "/dev/null", &file_url_vs]);
+        let b = run_timed("curl from vsftpd", c)?.elapsed;
+        let mut c = path.right.command("globus-url-copy");
+        c.args([&file_url_gr, "file:///dev/null"]);
+        let g = run_timed("globus-url-copy from globus-gridftp-server", c)?.elapsed;
+        println!(
+            "  file run {run}: rightsize {} ({:.2} s)  curl/vsftpd {} ({:.2} s)  globus {} ({:.2} s)",
+            gbps(rate(a)), a.as_secs_f64(), gbps(rate(b)), b.as_secs_f64(), gbps(rate(g)), g.as_secs_f64()
+        );
+        t_rs.push(rate(a));
+        t_curl.push(rate(b));
+        t_globus.push(rate(g));
+    }
+    let (r, c, g) = (median(t_rs), median(t_curl), median(t_globus));
+    ok &= r / c >= 1.0 && r / g >= 1.0;
+    println!(
+        "file to /dev/null ({} bytes): rightsize {} / curl+vsftpd {} = {:.3}x {}; / globus {} = {:.3}x {} (targets >= 1.0)",
+        o.file_bytes, gbps(r), gbps(c), r / c, verdict(r / c >= 1.0), gbps(g), r / g, verdict(r / g >= 1.0)
+    );
+    drop(rs);
+
+    // 3. Resident memory with idle sessions (on loopback).
+    let rss = idle_sessions_rss(&rightsize, &root, o.sessions)?;
+    println!(
+        "rightsize serve with {} idle logged-in sessions (all answering NOOP): VmRSS {} KiB (before: {} KiB, {:.1} KiB per session)",
+        o.sessions,
+        rss.1,
+        rss.0,
+        (rss.1.saturating_sub(rss.0)) as f64 / o.sessions.max(1) as f64
+    );
+    Ok(ok)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "PASS" } else { "MISS" }
+}
+
+/// Whether something listens on `LEFT_ADDR:port`, tried from the right host.
+fn port_open(path: &VethPath, port: u16) -> bool {
+    let mut c = path.right.command("bash");
+    c.args(["-c", &format!("exec 3<>/dev/tcp/{LEFT_ADDR}/{port}")]);
+    c.stderr(std::process::Stdio::null());
+    c.status().is_ok_and(|s| s.success())
+}
+
+fn start_vsftpd(path: &VethPath, dir: &Path, root: &Path) -> anyhow::Result<Daemon> {
+    fs::create_dir_all("/var/run/vsftpd/empty")?;
+    let conf = dir.join("vsftpd.conf");
+    fs::write(
+        &conf,
+        format!(
+            "listen=YES\nbackground=NO\nlisten_address={LEFT_ADDR}\nlisten_port={VSFTPD_PORT}\n\
+             anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
+             write_enable=NO\npasv_min_port=50200\npasv_max_port=50300\n\
+             run_as_launching_user=YES\nseccomp_sandbox=NO\n",
+            root.display()
+        ),
+    )?;
+    let mut c = path.left.command("vsftpd");
+    c.arg(&conf);
+    Daemon::start("vsftpd", c)
+}
+
+/// A file of `bytes` pseudo-random bytes, then read once so it is in the
+/// page cache.
+fn write_file(path: &Path, bytes: u64) -> anyhow::Result<()> {
+    let mut f = fs::File::create(path)?;
+    let mut block = vec![0u8; 1 << 20];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for chunk in block.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    let mut left = bytes;
+    while left > 0 {
+        let n = usize::try_from(left.min(block.len() as u64))?;
+        f.write_all(&block[..n])?;
+        block.rotate_left(7);
+        left -= n as u64;
+    }
+    f.sync_all()?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o644))?;
+    let mut sink = vec![0u8; 1 << 20];
+    let mut r = fs::File::open(path)?;
+    while r.read(&mut sink)? > 0 {}
+    Ok(())
+}
+
+fn idle_sessions_rss(rightsize: &Path, root: &Path, sessions: usize) -> anyhow::Result<(u64, u64)> {
+    let mut c = Command::new(rightsize);
+    c.args(["serve", "-q", "--listen", "127.0.0.1:0", "--root"]).arg(root);
+    let mut child = c
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let guard = ChildGuard(child);
+    let mut banner = String::new();
+    BufReader::new(stdout).read_line(&mut banner)?;
+    let addr: SocketAddr = banner
+        .split("ftp://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .with_context(|| format!("no address in {banner:?}"))?;
+    let before = vm_rss_kib(guard.0.id())?;
+    let mut conns = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let mut s = TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        expect(&mut s, "220")?;
+        s.write_all(b"USER anonymous\r\n")?;
+        expect(&mut s, "331")?;
+        s.write_all(b"PASS bench@\r\n")?;
+        expect(&mut s, "230")?;
+        conns.push(s);
+    }
+    for s in &mut conns {
+        s.write_all(b"NOOP\r\n")?;
+    }
+    for s in &mut conns {
+        expect(s, "200")?;
+    }
+    let after = vm_rss_kib(guard.0.id())?;
+    drop(conns);
+    Ok((before, after))
+}
+
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn expect(s: &mut TcpStream, code: &str) -> anyhow::Result<()> {
+    let mut buf = [0u8; 512];
+    let n = s.read(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf[..n]);
+    if !text.starts_with(code) {
+        bail!("expected {code}, got {text:?}");
+    }
+    Ok(())
+}
+
+fn vm_rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS")
+}
+
+/// A directory under /tmp, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> anyhow::Result<TempDir> {
+        let path = std::env::temp_dir().join(format!("{what}-{}", std::process::id()));
+        fs::create_dir_all(&path)?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}

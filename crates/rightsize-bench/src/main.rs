@@ -1,0 +1,42 @@
+//! `rightsize-bench ftp`: the data mover's performance targets, measured in
+//! one run beside the tools they are compared with, over a veth pair between
+//! two network namespaces (no emulation):
+//!
+//! 1. memory to memory: `rightsize get` of the benchmark source from
+//!    `rightsize serve` vs a single-stream `iperf3 -R`, same direction, same
+//!    namespaces, alternating runs; target ratio >= 0.95;
+//! 2. a file from page cache to /dev/null: `rightsize get` from `rightsize
+//!    serve` vs `curl` from vsftpd and vs `globus-url-copy` from
+//!    globus-gridftp-server, wall time of each client process; target >= 1.0;
+//! 3. the server's resident memory with N idle logged-in sessions, after
+//!    checking every one of them still answers.
+//!
+//! Run it with `scripts/bench` (builds release binaries first), as root.
+
+mod ftp;
+mod procs;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ftp") => ftp::run(&args[1..]),
+        Some("-h" | "--help") | None => {
+            println!("{}", ftp::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("rightsize-bench: unknown benchmark {other:?}; accepted: ftp\n\n{}", ftp::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("rightsize-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

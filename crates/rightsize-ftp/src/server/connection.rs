@@ -1,0 +1,361 @@
+//! One control connection: the core's [`Session`] driven by real I/O.
+//!
+//! Three threads at most: this one runs the session (replies, timeouts,
+//! file-system requests), a reader turns the control socket into events
+//! (so ABOR, STAT and QUIT are seen while a transfer runs), and a transfer
+//! thread runs one data connection at a time. Only this thread writes to
+//! the control socket, so replies never interleave, and the session's
+//! "one reply per line" holds on the wire.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rightsize_core::ftp::{LineEvent, LineReader, parse};
+use rightsize_core::session::bench::{BenchHost, BenchPath, classify};
+use rightsize_core::session::{
+    DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
+};
+
+use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
+use super::host::FsHost;
+use super::limits::Slot;
+use super::telemetry::TransferLog;
+use super::Shared;
+
+/// Stack of the reader thread: it only copies bytes into a channel.
+const READER_STACK_BYTES: usize = 64 * 1024;
+/// Stack of a transfer thread (the copy buffer is on the heap).
+const TRANSFER_STACK_BYTES: usize = 256 * 1024;
+/// Control bytes read at a time.
+const CONTROL_READ_BYTES: usize = 4096;
+/// Events buffered between the reader and the session: a client that
+/// floods the control connection waits on TCP, not on server memory.
+const EVENT_QUEUE: usize = 8;
+
+enum Event {
+    Input(Vec<u8>),
+    Closed,
+    TransferDone(data::DataReport),
+}
+
+struct Running {
+    abort: Arc<AbortHandle>,
+    thread: JoinHandle<()>,
+}
+
+struct Conn {
+    control: TcpStream,
+    peer: SocketAddr,
+    session: Session,
+    host: BenchHost<FsHost>,
+    lines: LineReader,
+    shared: Arc<Shared>,
+    events: SyncSender<Event>,
+    running: Option<Running>,
+    transfers: u64,
+}
+
+/// Serves one control connection to its end. `slot` is the connection's
+/// place under the session caps, given back when this returns.
+pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, slot: Slot) {
+    let _slot = slot;
+    if let Err(e) = setup_control(&control) {
+        shared.log(&format!("{peer}: control socket setup failed: {e}"));
+        return;
+    }
+    let local_ip = match control.local_addr() {
+        Ok(addr) => addr.ip().to_canonical(),
+        Err(_) => return,
+    };
+    let (events, inbox) = mpsc::sync_channel(EVENT_QUEUE);
+    let reader = match control.try_clone() {
+        Ok(reader) => reader,
+        Err(_) => return,
+    };
+    let reader_events = events.clone();
+    let reader_thread = thread::Builder::new()
+        .name("ftp-control-reader".into())
+        .stack_size(READER_STACK_BYTES)
+        .spawn(move || read_control(reader, reader_events));
+    if reader_thread.is_err() {
+        shared.log(&format!("{peer}: no thread for the control reader"));
+        return;
+    }
+    let (session, greeting) = Session::new(shared.session_config.clone(), peer);
+    let host = BenchHost::new(FsHost::new(Arc::clone(&shared), local_ip), shared.started_unix);
+    let mut conn = Conn {
+        control,
+        peer,
+        session,
+        host,
+        lines: LineReader::new(),
+        shared,
+        events,
+        running: None,
+        transfers: 0,
+    };
+    conn.shared.log(&format!("{peer}: connected"));
+    if conn.act(vec![greeting]) {
+        conn.run(&inbox);
+    }
+    conn.close();
+}
+
+fn setup_control(control: &TcpStream) -> io::Result<()> {
+    control.set_nodelay(true)?;
+    // ftplib sends ABOR with MSG_OOB: keep the urgent byte in the stream
+    // rather than losing the line's last byte.
+    socket2::SockRef::from(control).set_out_of_band_inline(true)?;
+    Ok(())
+}
+
+fn read_control(mut reader: TcpStream, events: SyncSender<Event>) {
+    let mut buf = [0u8; CONTROL_READ_BYTES];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if events.send(Event::Input(buf[..n].to_vec())).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let _ = events.send(Event::Closed);
+}
+
+fn now_unix() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl Conn {
+    /// The event loop; returns when the connection is to be closed.
+    fn run(&mut self, inbox: &Receiver<Event>) {
+        // The login and idle timeouts count from the last complete line.
+        let mut last_line = Instant::now();
+        loop {
+            let event = match self.session.read_timeout() {
+                None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(timeout) => {
+                    let left = (last_line + timeout).saturating_duration_since(Instant::now());
+                    inbox.recv_timeout(left)
+                }
+            };
+            let keep_going = match event {
+                Ok(Event::Input(bytes)) => self.input(&bytes, &mut last_line),
+                Ok(Event::TransferDone(report)) => {
+                    last_line = Instant::now();
+                    self.transfer_done(report)
+                }
+                Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => false,
+                Err(RecvTimeoutError::Timeout) => {
+                    let out = self.session.timed_out();
+                    self.shared.log(&format!("{}: timed out", self.peer));
+                    self.act(out)
+                }
+            };
+            if !keep_going {
+                return;
+            }
+        }
+    }
+
+    fn input(&mut self, bytes: &[u8], last_line: &mut Instant) -> bool {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let step = self.lines.push(rest);
+            rest = &rest[step.consumed.min(rest.len())..];
+            let out = match step.output {
+                None => continue,
+                Some(LineEvent::Line(line)) => {
+                    *last_line = Instant::now();
+                    self.session
+                        .handle(parse(&line), &mut self.host, now_unix())
+                }
+                Some(LineEvent::TooLong) => self.session.line_too_long(),
+            };
+            if !self.act(out) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Carries out the session's outputs in order; false once the
+    /// connection is to be closed.
+    fn act(&mut self, outputs: Vec<Output>) -> bool {
+        let mut queue: VecDeque<Output> = outputs.into();
+        while let Some(output) = queue.pop_front() {
+            match output {
+                Output::Reply(reply) => {
+                    if self.control.write_all(&reply.encode()).is_err() {
+                        return false;
+                    }
+                }
+                Output::Delay(pause) => thread::sleep(pause),
+                Output::Transfer(plan) => {
+                    if let Err(outcome) = self.start_transfer(plan) {
+                        let more = self
+                            .session
+                            .transfer_done(outcome, &mut self.host, now_unix());
+                        for (i, o) in more.into_iter().enumerate() {
+                            queue.insert(i, o);
+                        }
+                    }
+                }
+                Output::Abort => {
+                    if let Some(running) = &self.running {
+                        running.abort.abort();
+                    }
+                }
+                Output::Close => return false,
+            }
+        }
+        true
+    }
+
+    /// Opens the source or sink, sends the 150 and starts the data
+    /// connection on its own thread.
+    fn start_transfer(&mut self, plan: TransferPlan) -> Result<(), TransferOutcome> {
+        let flow = self.open_flow(&plan.kind)?;
+        let endpoint = match plan.endpoint {
+            DataEndpoint::Active(addr) => Endpoint::Active(addr),
+            DataEndpoint::Passive(addr) => match self.host.inner().take_listener(addr) {
+                Some(listener) => Endpoint::Passive(listener),
+                None => {
+                    return Err(TransferOutcome::DataConnectFailed(
+                        "the passive listener is gone".into(),
+                    ));
+                }
+            },
+        };
+        if self.control.write_all(&plan.start_reply.encode()).is_err() {
+            return Err(TransferOutcome::NetworkError("control connection lost".into()));
+        }
+        let params = DataParams {
+            control_peer: self.peer.ip(),
+            request: self.shared.data_request(plan.sbuf),
+            connect_timeout: self.shared.config.data_connect_timeout,
+            idle_timeout: self.shared.config.data_idle_timeout,
+        };
+        self.transfers += 1;
+        let log = TransferLog::new(
+            Arc::clone(&self.shared),
+            self.peer,
+            self.transfers,
+            &plan.kind,
+        );
+        let abort = Arc::new(AbortHandle::default());
+        let thread_abort = Arc::clone(&abort);
+        let events = self.events.clone();
+        let control = self
+            .control
+            .try_clone()
+            .map_err(|e| TransferOutcome::LocalError(e.to_string()))?;
+        let thread = thread::Builder::new()
+            .name("ftp-data".into())
+            .stack_size(TRANSFER_STACK_BYTES)
+            .spawn(move || {
+                let progress = Arc::new(Progress::default());
+                let mut sampler = None;
+                let report = data::run(
+                    endpoint,
+                    flow,
+                    &params,
+                    &thread_abort,
+                    &progress,
+                    &mut |socket| sampler = log.start(socket, &progress),
+                    &|| control_open(&control),
+                );
+                log.finish(sampler, &report);
+                let _ = events.send(Event::TransferDone(report));
+            })
+            .map_err(|e| TransferOutcome::LocalError(format!("no thread for the transfer: {e}")))?;
+        self.running = Some(Running { abort, thread });
+        Ok(())
+    }
+
+    fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {
+        match kind {
+            TransferKind::Listing(bytes) => Ok(Flow::Send(Source::Bytes(bytes.clone()))),
+            TransferKind::Retrieve { path, offset } => match classify(path) {
+                Some(BenchPath::Zero { size_bytes }) => Ok(Flow::Send(Source::Zero {
+                    remaining_bytes: size_bytes.saturating_sub(*offset),
+                })),
+                _ => self
+                    .host
+                    .inner()
+                    .open_source(path, *offset)
+                    .map(|file| Flow::Send(Source::File(file)))
+                    .map_err(TransferOutcome::OpenFailed),
+            },
+            TransferKind::Store {
+                path,
+                offset,
+                append,
+            } => match classify(path) {
+                Some(BenchPath::Null) => Ok(Flow::Receive(Sink::Discard)),
+                _ => self
+                    .host
+                    .inner()
+                    .open_sink(path, *offset, *append)
+                    .map(|target| Flow::Receive(Sink::File(target)))
+                    .map_err(TransferOutcome::OpenFailed),
+            },
+        }
+    }
+
+    fn transfer_done(&mut self, report: data::DataReport) -> bool {
+        if let Some(running) = self.running.take() {
+            let _ = running.thread.join();
+        }
+        let out = self
+            .session
+            .transfer_done(report.outcome, &mut self.host, now_unix());
+        self.act(out)
+    }
+
+    fn close(&mut self) {
+        let _ = self.control.shutdown(Shutdown::Both);
+        if let Some(running) = self.running.take() {
+            running.abort.abort();
+            let _ = running.thread.join();
+        }
+        self.shared.log(&format!("{}: closed", self.peer));
+    }
+}
+
+/// Whether the client's control connection is still open: a peek that
+/// finds the end of the stream means the client closed it (or died).
+fn control_open(control: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    // Give a dying client's control FIN a moment to arrive after its data FIN.
+    let mut pfd = libc::pollfd {
+        fd: control.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, count 1.
+    let ready = unsafe { libc::poll(&mut pfd, 1, CONTROL_CHECK_MS) };
+    if ready <= 0 {
+        return true;
+    }
+    if pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+        return false;
+    }
+    !matches!(control.peek(&mut byte), Ok(0) | Err(_))
+}
+
+/// How long (ms) to wait for a dying client's control-connection FIN after
+/// its data connection ended.
+const CONTROL_CHECK_MS: libc::c_int = 20;

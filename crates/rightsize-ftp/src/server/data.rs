@@ -1,0 +1,406 @@
+//! A server data connection: made (accepted on the passive listener, or
+//! connected to the client's PORT/EPRT address) and run to its end.
+//!
+//! Guarantees:
+//! - a passive connection is accepted only from the control connection's
+//!   peer address (RFC 2577 section 3); connections from anywhere else are
+//!   closed at once and the wait goes on;
+//! - every socket is made by `rightsize_sys::socket`, with the SBUF request
+//!   applied before the handshake (the listener carries it, or `connect`
+//!   applies it) and read back;
+//! - the accept or connect gives up after the data-connection timeout, and
+//!   a connection that moves no byte for the idle timeout ends as a network
+//!   error;
+//! - an [`AbortHandle`] stops a transfer at any point: waiting, or mid-copy.
+//!
+//! Nothing here writes to the control connection: the session thread does.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rightsize_core::session::TransferOutcome;
+use rightsize_sys::socket::{self, Applied, BufferRequest};
+
+/// How often a waiting accept looks at the abort flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
+/// Bytes per `read`/`write` of a copy, and per `sendfile` call.
+pub const COPY_CHUNK_BYTES: usize = 1 << 20;
+
+/// The zeros the benchmark source sends.
+static ZEROS: [u8; 256 * 1024] = [0; 256 * 1024];
+
+/// Where the bytes of a retrieve come from.
+#[derive(Debug)]
+pub enum Source {
+    /// A file, already positioned at the REST offset (sent with `sendfile`).
+    File(File),
+    /// The benchmark source: this many zero bytes.
+    Zero {
+        /// Bytes left to send.
+        remaining_bytes: u64,
+    },
+    /// A listing, formatted.
+    Bytes(Vec<u8>),
+}
+
+/// Where a store's bytes go: a file that appears only when committed.
+pub trait StoreTarget: Send + std::fmt::Debug {
+    /// Appends bytes.
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes the file appear under its final name, after the last byte.
+    fn commit(self: Box<Self>) -> io::Result<()>;
+}
+
+/// Where the bytes of a store go.
+#[derive(Debug)]
+pub enum Sink {
+    /// A file under the root.
+    File(Box<dyn StoreTarget>),
+    /// The benchmark sink: count and drop.
+    Discard,
+}
+
+/// Which way a transfer moves bytes.
+#[derive(Debug)]
+pub enum Flow {
+    /// Server to client (RETR, LIST, NLST, MLSD).
+    Send(Source),
+    /// Client to server (STOR, APPE).
+    Receive(Sink),
+}
+
+/// How to get the data connection.
+#[derive(Debug)]
+pub enum Endpoint {
+    /// Accept on this listener (opened at PASV/EPSV with the SBUF request).
+    Passive(TcpListener),
+    /// Connect to the client's address (PORT/EPRT).
+    Active(SocketAddr),
+}
+
+/// Settings of one data connection.
+#[derive(Debug, Clone)]
+pub struct DataParams {
+    /// The control connection's peer: the only address data may come from.
+    pub control_peer: IpAddr,
+    /// The buffers the client asked for with SBUF (and the server's own).
+    pub request: BufferRequest,
+    /// How long to wait for the connection to be made.
+    pub connect_timeout: Duration,
+    /// How long the connection may move no byte.
+    pub idle_timeout: Duration,
+}
+
+/// Stops a running transfer from another thread.
+#[derive(Debug, Default)]
+pub struct AbortHandle {
+    aborted: AtomicBool,
+    socket: Mutex<Option<TcpStream>>,
+}
+
+impl AbortHandle {
+    /// Stops the transfer: a waiting accept gives up, a copy fails at once.
+    pub fn abort(&self) {
+        self.aborted.store(true, Ordering::SeqCst);
+        let socket = self.socket.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(socket) = socket.as_ref() {
+            // Wakes a blocked read or write; the copy then sees the flag.
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::SeqCst)
+    }
+
+    fn watch(&self, socket: &TcpStream) {
+        if let Ok(clone) = socket.try_clone() {
+            *self.socket.lock().unwrap_or_else(PoisonError::into_inner) = Some(clone);
+        }
+        if self.is_aborted() {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// What a finished data connection reports.
+#[derive(Debug)]
+pub struct DataReport {
+    /// How the transfer ended, for the session.
+    pub outcome: TransferOutcome,
+    /// The client's data address, once connected.
+    pub peer: Option<SocketAddr>,
+    /// The buffer request as applied to the data socket, when one was made.
+    pub applied: Option<Applied>,
+    /// Connections refused because they came from another address.
+    pub strangers_refused: u32,
+    /// From connection to the end.
+    pub elapsed: Duration,
+}
+
+/// Counters a running transfer shares with observers (telemetry).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes moved so far.
+    pub bytes: Arc<AtomicU64>,
+}
+
+/// Makes the data connection and moves the bytes. Blocks until done.
+///
+/// `on_connect` is called with the data socket once it is connected (the
+/// telemetry sampler starts there) and returns a value handed back to
+/// `on_end` with the report, so observers stop after the last byte.
+pub fn run(
+    endpoint: Endpoint,
+    flow: Flow,
+    params: &DataParams,
+    abort: &AbortHandle,
+    progress: &Arc<Progress>,
+    on_connect: &mut dyn FnMut(&TcpStream),
+    client_alive: &dyn Fn() -> bool,
+) -> DataReport {
+    let mut report = DataReport {
+        outcome: TransferOutcome::Aborted,
+        peer: None,
+        applied: None,
+        strangers_refused: 0,
+        elapsed: Duration::ZERO,
+    };
+    let stream = match connect(endpoint, params, abort, &mut report) {
+        Ok(stream) => stream,
+        Err(outcome) => {
+            report.outcome = outcome;
+            return report;
+        }
+    };
+    report.peer = stream.peer_addr().ok();
+    abort.watch(&stream);
+    let _ = stream.set_read_timeout(Some(params.idle_timeout));
+    let _ = stream.set_write_timeout(Some(params.idle_timeout));
+    on_connect(&stream);
+    let started = Instant::now();
+    report.outcome = match flow {
+        Flow::Send(source) => send(stream, source, progress),
+        Flow::Receive(sink) => receive(stream, sink, progress, &|| {
+            !abort.is_aborted() && client_alive()
+        }),
+    };
+    report.elapsed = started.elapsed();
+    if abort.is_aborted() {
+        report.outcome = TransferOutcome::Aborted;
+    }
+    report
+}
+
+fn connect(
+    endpoint: Endpoint,
+    params: &DataParams,
+    abort: &AbortHandle,
+    report: &mut DataReport,
+) -> Result<TcpStream, TransferOutcome> {
+    match endpoint {
+        Endpoint::Active(addr) => {
+            let (stream, applied) = socket::connect(addr, &params.request, params.connect_timeout)
+                .map_err(|e| TransferOutcome::DataConnectFailed(format!("{e}")))?;
+            report.applied = Some(applied);
+            Ok(stream)
+        }
+        Endpoint::Passive(listener) => {
+            let stream = accept_from_peer(&listener, params, abort, report)?;
+            // The listener's buffers were inherited; apply again so an SBUF
+            // that came after PASV still sizes this connection.
+            let applied = socket::apply(stream.as_fd(), &params.request)
+                .map_err(|e| TransferOutcome::DataConnectFailed(format!("{e}")))?;
+            report.applied = Some(applied);
+            Ok(stream)
+        }
+    }
+}
+
+fn accept_from_peer(
+    listener: &TcpListener,
+    params: &DataParams,
+    abort: &AbortHandle,
+    report: &mut DataReport,
+) -> Result<TcpStream, TransferOutcome> {
+    let deadline = Instant::now() + params.connect_timeout;
+    let timed_out = || TransferOutcome::DataConnectFailed("no data connection in time".into());
+    loop {
+        if abort.is_aborted() {
+            return Err(TransferOutcome::Aborted);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        if !poll_readable(listener, left.min(ACCEPT_POLL)) {
+            continue;
+        }
+        match listener.accept() {
+            Ok((stream, from)) if from.ip().to_canonical() == params.control_peer.to_canonical() => {
+                let _ = stream.set_nonblocking(false);
+                return Ok(stream);
+            }
+            Ok((stranger, _)) => {
+                report.strangers_refused += 1;
+                drop(stranger);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TransferOutcome::DataConnectFailed(format!("accept: {e}"))),
+        }
+    }
+}
+
+/// Waits up to `timeout` for `fd` to become readable (a pending accept).
+fn poll_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, count 1.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    n > 0
+}
+
+fn send(mut stream: TcpStream, source: Source, progress: &Progress) -> TransferOutcome {
+    let result = match source {
+        Source::File(file) => send_file(&stream, &file, progress),
+        Source::Zero { remaining_bytes } => send_zeros(&mut stream, remaining_bytes, progress),
+        Source::Bytes(bytes) => stream.write_all(&bytes).map(|()| {
+            progress
+                .bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }),
+    };
+    match result {
+        Ok(()) => finish_send(stream, progress),
+        Err(SendError::Network(e)) => TransferOutcome::NetworkError(e.to_string()),
+        Err(SendError::Local(e)) => TransferOutcome::LocalError(e.to_string()),
+    }
+}
+
+/// Closes the sending side so the client sees the end of the file, and
+/// waits (briefly) for the client to close too, so no byte is cut off by a
+/// reset.
+fn finish_send(stream: TcpStream, progress: &Progress) -> TransferOutcome {
+    let bytes = progress.bytes.load(Ordering::Relaxed);
+    if let Err(e) = stream.shutdown(Shutdown::Write) {
+        return TransferOutcome::NetworkError(format!("shutdown: {e}"));
+    }
+    TransferOutcome::Complete { bytes }
+}
+
+enum SendError {
+    Network(io::Error),
+    Local(io::Error),
+}
+
+impl From<io::Error> for SendError {
+    fn from(e: io::Error) -> Self {
+        SendError::Network(e)
+    }
+}
+
+fn send_zeros(stream: &mut TcpStream, mut remaining: u64, progress: &Progress) -> Result<(), SendError> {
+    while remaining > 0 {
+        let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(ZEROS.len());
+        let written = stream.write(&ZEROS[..n])?;
+        if written == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero).into());
+        }
+        remaining -= written as u64;
+        progress.bytes.fetch_add(written as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// `sendfile(2)` from the file's current position to its end: the bytes go
+/// from the page cache to the socket without a copy through user space.
+fn send_file(stream: &TcpStream, file: &File, progress: &Progress) -> Result<(), SendError> {
+    loop {
+        // SAFETY: both descriptors are open for the call; a null offset
+        // means the file's own position, which sendfile advances.
+        let n = unsafe {
+            libc::sendfile(
+                stream.as_raw_fd(),
+                file.as_raw_fd(),
+                std::ptr::null_mut(),
+                COPY_CHUNK_BYTES,
+            )
+        };
+        match n {
+            0 => return Ok(()),
+            n if n > 0 => {
+                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EIO) => return Err(SendError::Local(e)),
+                    Some(libc::EAGAIN) => {
+                        return Err(SendError::Network(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the data connection moved nothing for the idle timeout",
+                        )));
+                    }
+                    _ => return Err(SendError::Network(e)),
+                }
+            }
+        }
+    }
+}
+
+/// Receives to the end of the stream. In stream mode (RFC 959 section
+/// 3.4.1) the end of the data connection is the end of the file, and a
+/// client that dies closes it just like one that finished; so the file is
+/// committed only if `may_commit` still holds after the last byte (no ABOR,
+/// and the control connection still open).
+fn receive(
+    mut stream: TcpStream,
+    sink: Sink,
+    progress: &Progress,
+    may_commit: &dyn Fn() -> bool,
+) -> TransferOutcome {
+    let mut buf = vec![0u8; COPY_CHUNK_BYTES];
+    let mut target = match sink {
+        Sink::File(target) => Some(target),
+        Sink::Discard => None,
+    };
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return TransferOutcome::NetworkError(e.to_string()),
+        };
+        if let Some(target) = target.as_mut()
+            && let Err(e) = target.write_all(&buf[..n])
+        {
+            return TransferOutcome::LocalError(e.to_string());
+        }
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    if !may_commit() {
+        return TransferOutcome::NetworkError(
+            "the client went away or aborted; the upload was not kept".into(),
+        );
+    }
+    if let Some(target) = target
+        && let Err(e) = target.commit()
+    {
+        return TransferOutcome::LocalError(e.to_string());
+    }
+    TransferOutcome::Complete {
+        bytes: progress.bytes.load(Ordering::Relaxed),
+    }
+}

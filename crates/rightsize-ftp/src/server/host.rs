@@ -1,0 +1,249 @@
+//! The real [`ServerHost`]: the served directory through
+//! `rightsize_sys::rootfs`, passive listeners through
+//! `rightsize_sys::socket`, users from the password file.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rightsize_core::checksum::Checksum;
+use rightsize_core::ftp::VirtualPath;
+use rightsize_core::session::{Access, DirEntry, EntryKind, FsError, Metadata, ServerHost};
+use rightsize_sys::rootfs::{Keep, Kind, PendingFile, RootError, Stat};
+use rightsize_sys::socket;
+
+use super::Shared;
+use super::data::StoreTarget;
+
+/// Checksums `CKSM` offers, strongest first (FEAT lists them in this order).
+const CHECKSUMS: &[&str] = &["SHA256", "MD5", "ADLER32"];
+
+/// Backlog of a passive listener: one client, one connection.
+const PASSIVE_BACKLOG: i32 = 1;
+
+/// One session's view of the server.
+#[derive(Debug)]
+pub(super) struct FsHost {
+    shared: Arc<Shared>,
+    /// The control connection's local address: passive listeners bind here.
+    local_ip: IpAddr,
+    /// The listener of the last PASV/EPSV, not yet used.
+    passive: Option<(SocketAddr, TcpListener)>,
+}
+
+fn fs_error(e: &RootError) -> FsError {
+    match e {
+        RootError::NotFound { .. } => FsError::NotFound,
+        RootError::PermissionDenied { .. }
+        | RootError::Escapes { .. }
+        | RootError::InvalidPath { .. } => FsError::PermissionDenied,
+        RootError::NotADirectory { .. } => FsError::NotADirectory,
+        RootError::IsADirectory { .. } | RootError::NotAFile { .. } => FsError::IsADirectory,
+        RootError::AlreadyExists { .. } => FsError::AlreadyExists,
+        RootError::NotEmpty { .. } => FsError::NotEmpty,
+        other => FsError::Other(other.to_string()),
+    }
+}
+
+fn metadata(stat: &Stat) -> Option<Metadata> {
+    let kind = match stat.kind {
+        Kind::File => EntryKind::File,
+        Kind::Dir => EntryKind::Dir,
+        _ => return None,
+    };
+    Some(Metadata {
+        kind,
+        size: if kind == EntryKind::File { stat.size_bytes } else { 0 },
+        modified_unix: stat.modified_unix,
+        writable: stat.mode & 0o200 != 0,
+    })
+}
+
+impl FsHost {
+    pub(super) fn new(shared: Arc<Shared>, local_ip: IpAddr) -> Self {
+        FsHost {
+            shared,
+            local_ip,
+            passive: None,
+        }
+    }
+
+    /// The passive listener opened at `addr`, for the transfer that uses it.
+    pub(super) fn take_listener(&mut self, addr: SocketAddr) -> Option<TcpListener> {
+        match self.passive.take() {
+            Some((at, listener)) if at == addr => Some(listener),
+            other => {
+                self.passive = other;
+                None
+            }
+        }
+    }
+
+    /// Opens a file to send from `offset` (REST).
+    pub(super) fn open_source(&mut self, path: &VirtualPath, offset: u64) -> Result<File, FsError> {
+        let mut file = self
+            .shared
+            .root
+            .open_read(path.relative_bytes())
+            .map_err(|e| fs_error(&e))?;
+        if offset > 0 {
+            file.seek(SeekFrom::Start(offset))
+                .map_err(|e| FsError::Other(e.to_string()))?;
+        }
+        Ok(file)
+    }
+
+    /// Starts a store that appears under its name only when complete.
+    pub(super) fn open_sink(
+        &mut self,
+        path: &VirtualPath,
+        offset: u64,
+        append: bool,
+    ) -> Result<Box<dyn StoreTarget>, FsError> {
+        let keep = match (append, offset) {
+            (true, _) => Keep::Everything,
+            (false, 0) => Keep::Nothing,
+            (false, n) => Keep::Prefix(n),
+        };
+        let pending = self
+            .shared
+            .root
+            .begin_store(path.relative_bytes(), keep)
+            .map_err(|e| fs_error(&e))?;
+        Ok(Box::new(Pending(pending)))
+    }
+
+    fn bind_passive(&self, request: &socket::BufferRequest) -> Result<(SocketAddr, TcpListener), String> {
+        let Some((low, high)) = self.shared.config.passive_ports else {
+            let (listener, _) = socket::listen(SocketAddr::new(self.local_ip, 0), request, PASSIVE_BACKLOG)
+                .map_err(|e| e.to_string())?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            return Ok((addr, listener));
+        };
+        let span = u32::from(high - low) + 1;
+        let start = self.shared.next_passive.fetch_add(1, Ordering::Relaxed) % span;
+        let mut last_error = String::from("no port in the passive range is free");
+        for i in 0..span {
+            let port = low + u16::try_from((start + i) % span).unwrap_or(0);
+            match socket::listen(SocketAddr::new(self.local_ip, port), request, PASSIVE_BACKLOG) {
+                Ok((listener, _)) => return Ok((SocketAddr::new(self.local_ip, port), listener)),
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        Err(last_error)
+    }
+}
+
+/// A store in progress, as the data connection sees it.
+#[derive(Debug)]
+struct Pending(PendingFile);
+
+impl StoreTarget for Pending {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.file().write_all(bytes)
+    }
+
+    fn commit(self: Box<Self>) -> io::Result<()> {
+        self.0
+            .commit()
+            .map(|_| ())
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+}
+
+impl ServerHost for FsHost {
+    fn metadata(&mut self, path: &VirtualPath) -> Result<Metadata, FsError> {
+        let stat = self
+            .shared
+            .root
+            .metadata(path.relative_bytes())
+            .map_err(|e| fs_error(&e))?;
+        metadata(&stat).ok_or(FsError::NotFound)
+    }
+
+    fn read_dir(&mut self, path: &VirtualPath) -> Result<Vec<DirEntry>, FsError> {
+        let entries = self
+            .shared
+            .root
+            .read_dir(path.relative_bytes())
+            .map_err(|e| fs_error(&e))?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|entry| {
+                Some(DirEntry {
+                    metadata: metadata(&entry.stat)?,
+                    name: entry.name,
+                })
+            })
+            .collect())
+    }
+
+    fn make_dir(&mut self, path: &VirtualPath) -> Result<(), FsError> {
+        self.shared
+            .root
+            .create_dir(path.relative_bytes())
+            .map_err(|e| fs_error(&e))
+    }
+
+    fn remove_dir(&mut self, path: &VirtualPath) -> Result<(), FsError> {
+        self.shared
+            .root
+            .remove_dir(path.relative_bytes())
+            .map_err(|e| fs_error(&e))
+    }
+
+    fn remove_file(&mut self, path: &VirtualPath) -> Result<(), FsError> {
+        self.shared
+            .root
+            .remove_file(path.relative_bytes())
+            .map_err(|e| fs_error(&e))
+    }
+
+    fn rename(&mut self, from: &VirtualPath, to: &VirtualPath) -> Result<(), FsError> {
+        self.shared
+            .root
+            .rename(from.relative_bytes(), to.relative_bytes())
+            .map_err(|e| fs_error(&e))
+    }
+
+    fn checksum(
+        &mut self,
+        path: &VirtualPath,
+        algorithm: &str,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<String, FsError> {
+        let mut hasher = Checksum::new(algorithm).map_err(|_| FsError::Unsupported)?;
+        let file = self.open_source(path, offset)?;
+        let mut reader = file.take(length.unwrap_or(u64::MAX));
+        let mut buf = vec![0u8; super::COPY_CHUNK_BYTES];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(FsError::Other(e.to_string())),
+            }
+        }
+        Ok(hasher.finish())
+    }
+
+    fn checksums(&self) -> &[&'static str] {
+        CHECKSUMS
+    }
+
+    fn open_passive(&mut self, sbuf: Option<u64>) -> Result<SocketAddr, String> {
+        // A new PASV replaces an unused listener (RFC 959: the last one counts).
+        self.passive = None;
+        let request = self.shared.data_request(sbuf);
+        let (addr, listener) = self.bind_passive(&request)?;
+        self.passive = Some((addr, listener));
+        Ok(addr)
+    }
+
+    fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access> {
+        self.shared.config.users.as_ref()?.verify(user, password)
+    }
+}

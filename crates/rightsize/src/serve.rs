@@ -1,0 +1,174 @@
+//! `rightsize serve`: the FTP server's flags, and starting it.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use rightsize_core::passwd::UserDb;
+use rightsize_core::session::bench::{NULL_DIR, ZERO_DIR};
+use rightsize_core::units::{self, Bytes};
+use rightsize_ftp::server::{self, Server, ServerConfig};
+use rightsize_sys::socket::BufferRequest;
+
+pub const SERVE_ABOUT: &str = "\
+An FTP server (RFC 959 with FEAT, EPSV/EPRT, MLSD/MLST, SIZE, MDTM, REST STREAM, and GridFTP's \
+SBUF and CKSM) whose data connections rightsize's socket layer makes: the buffers a client asks \
+for with SBUF are applied before the handshake, read back and logged.
+
+Anonymous users may read; users from --users (written by `rightsize passwd`) may also write. \
+Benchmark files need no disk: RETR /.rightsize/zero/SIZE sends SIZE zero bytes (1G, 100MB, \
+12345), STOR /.rightsize/null/NAME discards what it receives.
+
+  rightsize serve --root /srv/ftp
+  rightsize serve --root /srv/ftp --listen 198.18.0.1:2121 --passive-ports 50000-50100
+  curl -o /dev/null ftp://HOST:2121/.rightsize/zero/1G";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The directory to serve; no path, `..` or symbolic link leads outside it.
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+
+    /// Where to listen for control connections (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR:PORT", default_value_t = SocketAddr::from(([0, 0, 0, 0], server::DEFAULT_PORT)))]
+    pub listen: SocketAddr,
+
+    /// Ports for passive data connections, e.g. 50000-50100 (default: any free port).
+    #[arg(long, value_name = "LOW-HIGH", value_parser = parse_port_range)]
+    pub passive_ports: Option<(u16, u16)>,
+
+    /// A password file written by `rightsize passwd`: its users may log in (`rw` ones may write).
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
+
+    /// Refuse anonymous logins.
+    #[arg(long)]
+    pub no_anonymous: bool,
+
+    /// Most sessions at once.
+    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+
+    /// Most sessions at once from one address.
+    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_PER_ADDRESS)]
+    pub max_per_address: usize,
+
+    /// Time a client has to log in.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = units::parse_positive_duration)]
+    pub login_timeout: Duration,
+
+    /// Time a logged-in client may stay silent.
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = units::parse_positive_duration)]
+    pub idle_timeout: Duration,
+
+    /// Time a data connection has to be made.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = units::parse_positive_duration)]
+    pub data_connect_timeout: Duration,
+
+    /// Time a data connection may move nothing.
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = units::parse_positive_duration)]
+    pub data_idle_timeout: Duration,
+
+    /// SO_RCVBUF for data connections (a client's SBUF replaces it): 64KiB, 16MiB.
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub rcvbuf: Option<Bytes>,
+
+    /// SO_SNDBUF for data connections (a client's SBUF replaces it).
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub sndbuf: Option<Bytes>,
+
+    /// TCP_CONGESTION for data connections: cubic, bbr, reno.
+    #[arg(long, value_name = "NAME")]
+    pub congestion: Option<String>,
+
+    /// Write one JSON-lines telemetry file per data connection into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub telemetry_dir: Option<PathBuf>,
+
+    /// Telemetry sampling interval.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = units::parse_positive_duration)]
+    pub telemetry_interval: Duration,
+
+    /// No log lines on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `LOW-HIGH` with 1 <= LOW <= HIGH <= 65535.
+fn parse_port_range(input: &str) -> Result<(u16, u16), String> {
+    let bad = || {
+        format!(
+            "invalid port range {input:?}: expected LOW-HIGH with 1 <= LOW <= HIGH <= 65535, e.g. 50000-50100"
+        )
+    };
+    let (low, high) = input.split_once('-').ok_or_else(bad)?;
+    let low: u16 = low.trim().parse().map_err(|_| bad())?;
+    let high: u16 = high.trim().parse().map_err(|_| bad())?;
+    if low == 0 || low > high {
+        return Err(bad());
+    }
+    Ok((low, high))
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let users = match &args.users {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the password file {}", path.display()))?;
+            Some(UserDb::parse(&text).with_context(|| format!("in {}", path.display()))?)
+        }
+    };
+    let mut config = ServerConfig::new(args.root.clone());
+    config.listen = args.listen;
+    config.passive_ports = args.passive_ports;
+    config.anonymous = !args.no_anonymous;
+    config.users = users;
+    config.max_sessions = args.max_sessions;
+    config.max_per_address = args.max_per_address;
+    config.login_timeout = args.login_timeout;
+    config.idle_timeout = args.idle_timeout;
+    config.data_connect_timeout = args.data_connect_timeout;
+    config.data_idle_timeout = args.data_idle_timeout;
+    config.buffers = BufferRequest {
+        rcvbuf: args.rcvbuf.map(|b| b.0),
+        sndbuf: args.sndbuf.map(|b| b.0),
+        congestion: args.congestion.clone(),
+        ..BufferRequest::default()
+    };
+    config.telemetry_dir = args.telemetry_dir.clone();
+    config.telemetry_interval = args.telemetry_interval;
+    config.argv = std::env::args().collect();
+    config.quiet = args.quiet;
+    let server = Server::bind(config)?;
+    let addr = server.local_addr().context("reading the listening address")?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "rightsize serve: serving {} on ftp://{addr}/ (anonymous: {}; benchmark source {ZERO_DIR}/SIZE, sink {NULL_DIR}/)",
+        args.root.display(),
+        if args.no_anonymous { "off" } else { "read-only" },
+    )?;
+    out.flush()?;
+    drop(out);
+    server.run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_ranges() {
+        assert_eq!(parse_port_range("50000-50100"), Ok((50000, 50100)));
+        assert_eq!(parse_port_range("2000-2000"), Ok((2000, 2000)));
+        for bad in ["", "5", "0-10", "10-5", "1-70000", "a-b", "-5"] {
+            let err = parse_port_range(bad).unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
+        }
+    }
+}

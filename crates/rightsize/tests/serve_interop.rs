@@ -1,0 +1,204 @@
+//! Real FTP clients against `rightsize serve`: curl, lftp, Python's ftplib,
+//! tnftp and globus-url-copy each download and upload a 64 MiB random file,
+//! and the bytes must be identical. The clients come from `scripts/setup`;
+//! a missing one fails the test (CI must run them, not skip them).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use support::{Serve, random_bytes};
+
+const FILE_BYTES: usize = 64 << 20;
+const USER: &str = "alice";
+const PASSWORD: &str = "s3cret-pw";
+
+/// A served root with `pub/big.bin` and a writable `up/`, and a password
+/// file giving `alice` write access.
+struct Fixture {
+    dir: tempfile::TempDir,
+    content: Vec<u8>,
+    serve: Serve,
+}
+
+impl Fixture {
+    fn new(seed: u64) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("pub")).unwrap();
+        std::fs::create_dir_all(root.join("up")).unwrap();
+        let content = random_bytes(FILE_BYTES, seed);
+        std::fs::write(root.join("pub/big.bin"), &content).unwrap();
+        std::fs::write(dir.path().join("local.bin"), &content).unwrap();
+        let users = dir.path().join("users");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["passwd"])
+            .arg(&users)
+            .arg(USER)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(child.stdin.take().unwrap(), "{PASSWORD}").unwrap();
+        assert!(child.wait().unwrap().success());
+        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+        Fixture { dir, content, serve }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    fn local(&self) -> PathBuf {
+        self.dir.path().join("local.bin")
+    }
+
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("out.bin")
+    }
+
+    fn host_port(&self) -> String {
+        self.serve.addr.to_string()
+    }
+
+    fn assert_same(&self, path: &Path, what: &str) {
+        let got = std::fs::read(path).unwrap_or_else(|e| panic!("{what}: {}: {e}", path.display()));
+        assert!(got.len() == self.content.len() && got == self.content, "{what}: {} bytes differ", path.display());
+    }
+}
+
+fn run(what: &str, cmd: &mut Command) -> Output {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run ({e}); scripts/setup installs it"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn curl_downloads_and_uploads() {
+    let f = Fixture::new(1);
+    run(
+        "curl download",
+        Command::new("curl").args(["-sS", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+    );
+    f.assert_same(&f.out(), "curl download");
+    run(
+        "curl upload",
+        Command::new("curl")
+            .args(["-sS", "-T"])
+            .arg(f.local())
+            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/curl.bin", f.host_port())),
+    );
+    f.assert_same(&f.root().join("up/curl.bin"), "curl upload");
+    // curl's active mode (EPRT) too.
+    run(
+        "curl download, active",
+        Command::new("curl").args(["-sS", "-P", "-", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+    );
+    f.assert_same(&f.out(), "curl active download");
+}
+
+#[test]
+fn lftp_downloads_and_uploads() {
+    let f = Fixture::new(2);
+    let script = format!(
+        "set ftp:ssl-allow no; set net:max-retries 1; set net:timeout 20; \
+         get /pub/big.bin -o {out}; put {local} -o /up/lftp.bin; quit",
+        out = f.out().display(),
+        local = f.local().display()
+    );
+    run(
+        "lftp",
+        Command::new("lftp")
+            .args(["-u", &format!("{USER},{PASSWORD}"), "-e", &script])
+            .arg(format!("ftp://{}", f.host_port())),
+    );
+    f.assert_same(&f.out(), "lftp get");
+    f.assert_same(&f.root().join("up/lftp.bin"), "lftp put");
+}
+
+#[test]
+fn python_ftplib_downloads_and_uploads() {
+    let f = Fixture::new(3);
+    let script = r#"
+import ftplib, sys
+host, port, user, pw, out, local = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+ftp = ftplib.FTP()
+ftp.connect(host, port, timeout=30)
+ftp.login(user, pw)
+with open(out, "wb") as f:
+    ftp.retrbinary("RETR /pub/big.bin", f.write, blocksize=1 << 16)
+with open(local, "rb") as f:
+    ftp.storbinary("STOR /up/ftplib.bin", f, blocksize=1 << 16)
+assert ftp.size("/up/ftplib.bin") == %d
+# An abort mid-download (ftplib sends ABOR with MSG_OOB) keeps the session usable.
+conn = ftp.transfercmd("RETR /.rightsize/zero/10G")
+conn.recv(65536)
+conn.close()
+ftp.abort()
+ftp.voidcmd("NOOP")
+ftp.quit()
+"#
+    .replace("%d", &FILE_BYTES.to_string());
+    let addr = f.serve.addr;
+    run(
+        "python3 ftplib",
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .args([addr.ip().to_string(), addr.port().to_string(), USER.into(), PASSWORD.into()])
+            .arg(f.out())
+            .arg(f.local()),
+    );
+    f.assert_same(&f.out(), "ftplib retrbinary");
+    f.assert_same(&f.root().join("up/ftplib.bin"), "ftplib storbinary");
+}
+
+#[test]
+fn tnftp_downloads_and_uploads() {
+    let f = Fixture::new(4);
+    run(
+        "tnftp download",
+        Command::new("tnftp").args(["-n", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+    );
+    f.assert_same(&f.out(), "tnftp download");
+    run(
+        "tnftp upload",
+        Command::new("tnftp")
+            .args(["-n", "-u"])
+            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/tnftp.bin", f.host_port()))
+            .arg(f.local()),
+    );
+    f.assert_same(&f.root().join("up/tnftp.bin"), "tnftp upload");
+}
+
+#[test]
+fn globus_url_copy_downloads_and_uploads_with_sbuf() {
+    let f = Fixture::new(5);
+    let out_url = format!("file://{}", f.out().display());
+    run(
+        "globus-url-copy download",
+        Command::new("globus-url-copy")
+            .args(["-tcp-bs", "4194304"])
+            .arg(f.serve.url("/pub/big.bin"))
+            .arg(&out_url),
+    );
+    f.assert_same(&f.out(), "globus-url-copy download");
+    run(
+        "globus-url-copy upload",
+        Command::new("globus-url-copy")
+            .arg(format!("file://{}", f.local().display()))
+            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/globus.bin", f.host_port())),
+    );
+    f.assert_same(&f.root().join("up/globus.bin"), "globus-url-copy upload");
+}

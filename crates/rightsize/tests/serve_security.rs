@@ -1,0 +1,260 @@
+//! Each security rule of `rightsize serve` (RFC 2577 and what vsftpd does),
+//! attacked from a raw TCP client; and bad input that must get the right
+//! reply, one per line, with the server still up.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use support::{Control, Serve};
+
+fn root_with_files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pub")).unwrap();
+    std::fs::write(dir.path().join("pub/hello.txt"), b"hello\n").unwrap();
+    // Escapes the root by a symbolic link, absolute and relative.
+    std::os::unix::fs::symlink("/etc", dir.path().join("pub/etc")).unwrap();
+    std::os::unix::fs::symlink("../../", dir.path().join("pub/up")).unwrap();
+    // A link that stays inside is fine.
+    std::os::unix::fs::symlink("hello.txt", dir.path().join("pub/inside")).unwrap();
+    dir
+}
+
+#[test]
+fn no_path_leaves_the_root() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    for path in [
+        "../../../../etc/passwd",
+        "/../etc/passwd",
+        "/etc/passwd",
+        "//etc//passwd",
+        "pub/../../etc/passwd",
+        "pub/etc/passwd",
+        "pub/up/etc/passwd",
+        "/pub/etc/hostname",
+    ] {
+        assert_eq!(c.cmd(&format!("SIZE {path}")).code(), 550, "SIZE {path}");
+        let (bytes, reply) = c.retr(path);
+        assert!(bytes.is_empty(), "RETR {path} sent data");
+        assert_eq!(reply.code(), 550, "RETR {path}: {reply:?}");
+    }
+    for dir in ["pub/etc", "pub/up", "/pub/up/tmp", "../.."] {
+        let reply = c.cmd(&format!("CWD {dir}"));
+        assert!(reply.code() == 550 || (reply.code() == 250 && c.cmd("PWD").text().contains("\"/\"")), "CWD {dir}: {reply:?}");
+        assert_eq!(c.cmd("CWD /").code(), 250);
+    }
+    // A NUL byte is refused by the parser, never truncates a path.
+    c.send_bytes(b"SIZE pub/hello.txt\0/../../etc/passwd\r\n");
+    assert_eq!(c.reply().code(), 501);
+    // The inside link and repeated slashes still work.
+    assert_eq!(c.cmd("SIZE //pub///inside").text(), "6");
+    let (bytes, reply) = c.retr("/pub/./hello.txt");
+    assert_eq!((bytes.as_slice(), reply.code()), (&b"hello\n"[..], 226));
+}
+
+#[test]
+fn port_and_eprt_only_to_the_client_and_never_below_1024() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    // Another address (the FTP bounce attack), and a privileged port.
+    assert_eq!(c.cmd("PORT 127,0,0,2,200,10").code(), 500);
+    assert_eq!(c.cmd("PORT 198,18,0,9,200,10").code(), 500);
+    assert_eq!(c.cmd("PORT 127,0,0,1,0,25").code(), 500);
+    assert_eq!(c.cmd("EPRT |1|127.0.0.2|51234|").code(), 500);
+    assert_eq!(c.cmd("EPRT |1|127.0.0.1|25|").code(), 500);
+    // The refused PORT left no data connection behind.
+    assert_eq!(c.cmd("RETR pub/hello.txt").code(), 425);
+    // The client itself, on a high port, is fine.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reply = c.cmd(&format!("EPRT |1|127.0.0.1|{port}|"));
+    assert_eq!(reply.code(), 200);
+    assert_eq!(c.cmd("RETR pub/hello.txt").code(), 150);
+    let (mut data, _) = listener.accept().unwrap();
+    let mut bytes = Vec::new();
+    data.read_to_end(&mut bytes).unwrap();
+    assert_eq!(bytes, b"hello\n");
+    assert_eq!(c.reply().code(), 226);
+}
+
+#[test]
+fn passive_data_accepted_only_from_the_control_peer() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    let data_addr = c.epsv();
+    c.send("RETR pub/hello.txt");
+    assert_eq!(c.reply().code(), 150);
+    // A stranger (127.0.0.2) connects first: it gets nothing.
+    let stranger = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    stranger
+        .bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), 0).into())
+        .unwrap();
+    stranger.connect(&data_addr.into()).unwrap();
+    let mut stranger: TcpStream = stranger.into();
+    stranger.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let _ = stranger.read_to_end(&mut got);
+    assert!(got.is_empty(), "the stranger got {} bytes", got.len());
+    // The client itself then gets the file.
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    let mut bytes = Vec::new();
+    data.read_to_end(&mut bytes).unwrap();
+    assert_eq!(bytes, b"hello\n");
+    assert_eq!(c.reply().code(), 226);
+}
+
+#[test]
+fn an_overlong_line_gets_exactly_one_reply_and_a_close() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    let mut line = b"RETR ".to_vec();
+    line.extend(std::iter::repeat_n(b'a', 10_000));
+    line.extend(b"\r\nNOOP\r\n");
+    c.send_bytes(&line);
+    let reply = c.reply();
+    assert_eq!((reply.code(), reply.text().as_str()), (500, "Input line too long."));
+    assert!(c.is_closed(), "a second reply or no close");
+    // A line of exactly the limit is still a command.
+    let mut c = Control::anonymous(serve.addr);
+    let mut line = b"SIZE ".to_vec();
+    line.extend(std::iter::repeat_n(b'a', 4096 - 5));
+    line.extend(b"\r\n");
+    c.send_bytes(&line);
+    assert_eq!(c.reply().code(), 550);
+    assert_eq!(c.cmd("NOOP").code(), 200);
+}
+
+#[test]
+fn sessions_are_capped_per_address_and_in_total() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &["--max-per-address", "2", "--max-sessions", "3"]);
+    let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+    let b = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+    let c = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4));
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = Control::connect_raw_from(a, serve.addr);
+        assert_eq!(s.reply().code(), 220);
+        held.push(s);
+    }
+    let mut third = Control::connect_raw_from(a, serve.addr);
+    let reply = third.reply();
+    assert_eq!(reply.code(), 421);
+    assert!(reply.text().contains("too many connections from your internet address"));
+    let mut s = Control::connect_raw_from(b, serve.addr);
+    assert_eq!(s.reply().code(), 220);
+    held.push(s);
+    let mut over = Control::connect_raw_from(c, serve.addr);
+    assert_eq!(over.reply().code(), 421);
+    // A closed session frees its place.
+    held.remove(0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut again = Control::connect_raw_from(c, serve.addr);
+        match again.reply().code() {
+            220 => break,
+            421 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            code => panic!("reply {code} after a session closed"),
+        }
+    }
+}
+
+#[test]
+fn login_idle_and_data_timeouts() {
+    let root = root_with_files();
+    let serve = Serve::start(
+        root.path(),
+        &["--login-timeout", "1s", "--idle-timeout", "2s", "--data-connect-timeout", "1s"],
+    );
+    let mut silent = Control::connect(serve.addr);
+    assert_eq!(silent.reply().code(), 421);
+    assert!(silent.is_closed());
+
+    let mut c = Control::anonymous(serve.addr);
+    // The data connection never comes: 425 after the data timeout.
+    let _ = c.epsv();
+    assert_eq!(c.cmd("RETR pub/hello.txt").code(), 150);
+    assert_eq!(c.reply().code(), 425);
+    // Then silence past the idle timeout.
+    assert_eq!(c.reply().code(), 421);
+    assert!(c.is_closed());
+}
+
+#[test]
+fn failed_logins_are_delayed_and_limited() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &["--no-anonymous"]);
+    let mut c = Control::connect(serve.addr);
+    for attempt in 1..=3 {
+        let user = c.cmd("USER anonymous");
+        assert_eq!(user.code(), 331);
+        let started = Instant::now();
+        assert_eq!(c.cmd("PASS x").code(), 530, "attempt {attempt}");
+        assert!(started.elapsed() >= Duration::from_millis(900), "no delay after a failed login");
+    }
+    assert!(c.is_closed(), "still open after three failed logins");
+}
+
+#[test]
+fn anonymous_is_read_only_but_may_use_the_benchmark_sink() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    for line in ["STOR pub/x", "APPE pub/hello.txt", "DELE pub/hello.txt", "MKD new", "RMD pub", "RNFR pub/hello.txt"] {
+        assert_eq!(c.cmd(line).code(), 550, "{line}");
+    }
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR /.rightsize/null/x").code(), 150);
+    data.write_all(&vec![7u8; 1 << 20]).unwrap();
+    drop(data);
+    assert_eq!(c.reply().code(), 226);
+    assert!(!root.path().join(".rightsize").exists());
+}
+
+#[test]
+fn commands_out_of_order_and_garbage_get_their_codes_one_reply_per_line() {
+    let root = root_with_files();
+    let mut serve = Serve::start(root.path(), &[]);
+    let mut c = Control::connect(serve.addr);
+    assert_eq!(c.cmd("RETR pub/hello.txt").code(), 530);
+    assert_eq!(c.cmd("PASS x").code(), 503);
+    assert_eq!(c.cmd("USER anonymous").code(), 331);
+    assert_eq!(c.cmd("PASS x").code(), 230);
+    assert_eq!(c.cmd("RETR pub/hello.txt").code(), 425);
+    assert_eq!(c.cmd("RNTO b").code(), 550);
+    assert_eq!(c.cmd("XYZZY").code(), 502);
+    assert_eq!(c.cmd("TYPE Q").code(), 504);
+    assert_eq!(c.cmd("SBUF").code(), 501);
+    let sbuf = c.cmd("SBUF lots").code();
+    assert!(sbuf == 501 || sbuf == 502, "SBUF lots: {sbuf}");
+    assert_eq!(c.cmd("SBUF 4194304").code(), 200);
+    // Eight lines in one write, binary garbage among them: eight replies.
+    c.send_bytes(b"NOOP\r\n\x01\x02\x03\r\n\xff\xfe\xfd\r\nSIZE\r\nPWD\r\n\x80\x81garbage\r\nSTAT\r\nNOOP\r\n");
+    let codes: Vec<u16> = (0..8).map(|_| c.reply().code()).collect();
+    assert_eq!(codes[0], 200);
+    assert_eq!(codes[4], 257);
+    assert_eq!(codes[7], 200);
+    assert_eq!(c.cmd("QUIT").code(), 221);
+    assert!(c.is_closed());
+    assert!(serve.is_running());
+    // A client that vanishes mid-transfer does not take the server down.
+    let mut c = Control::anonymous(serve.addr);
+    let data_addr = c.epsv();
+    let data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("RETR /.rightsize/zero/10G").code(), 150);
+    drop(data);
+    drop(c);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(serve.is_running());
+    let mut c = Control::anonymous(serve.addr);
+    assert_eq!(c.cmd("NOOP").code(), 200);
+}
