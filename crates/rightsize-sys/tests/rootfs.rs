@@ -366,6 +366,8 @@ fn rename_moves_within_the_root_only() {
     );
     assert_err!(fx.root.rename(b"empty", b"sub"), RootError::NotEmpty { .. });
     assert_err!(fx.root.rename(b"missing", b"x"), RootError::NotFound { .. });
+    let into_itself = fx.root.rename(b"sub", b"sub/deeper/sub");
+    assert_err!(into_itself, RootError::InvalidPath { .. });
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub enum RootError {
     /// link loop or a `/proc` magic link (`ELOOP`). Answer a client with
     /// "permission denied"; do not tell it where the link points.
     #[error(
-        "{op} {path}: refused, the path leads outside the root (a symbolic link that is absolute, climbs above the root, or loops)"
+        "{op} {path}: refused, the path leads outside the root (a symbolic link that is absolute, climbs above the root or loops, or a /proc magic link)"
     )]
     Escapes {
         /// The system call.

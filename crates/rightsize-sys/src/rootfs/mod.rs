@@ -25,9 +25,11 @@
 //!
 //! Needs Linux 5.6 or later for `openat2`; on older kernels every operation
 //! fails with [`RootError::Unsupported`], beginning with [`Root::open`].
-//! Not handled: the root being moved while served (operations follow the
-//! directory, not its old path), and mount points inside the root
-//! (crossing them is allowed; renaming across one fails with `EXDEV`).
+//! Hard links and bind mounts the operator placed inside the root are
+//! served like any other file or directory (a mount point is crossed; a
+//! rename across one fails with `EXDEV` as [`RootError::Io`]). If the root
+//! directory is moved while served, operations follow the directory, not
+//! its old path.
 
 mod error;
 mod rel;
@@ -36,7 +38,8 @@ mod sys;
 
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -105,12 +108,20 @@ pub struct Entry {
     pub stat: Stat,
 }
 
-/// The served directory; see the module documentation.
+/// The served directory; see the module documentation. `Send + Sync`, so
+/// the server's sessions can share one (each call stands alone); a
+/// [`PendingFile`] can move to the thread that receives the upload.
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
     path: PathBuf,
 }
+
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<Root>();
+    shareable::<PendingFile>();
+};
 
 impl Root {
     /// Opens `path`, which must be a directory. The path itself is the
@@ -124,13 +135,19 @@ impl Root {
                 path: shown.clone(),
                 reason: "contains a NUL byte",
             })?;
-        let fd =
-            sys::openat2_cwd(&c_path, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(|e| match e
-                .raw_os_error()
-            {
-                Some(libc::ENOSYS) => RootError::lookup(OP, shown, e),
-                _ => RootError::os(OP, shown, e),
-            })?;
+        // No RESOLVE_* flags: this path is the operator's, not a client's.
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let fd = sys::openat2_cwd(&c_path, flags, 0).map_err(|source| {
+            if source.raw_os_error() == Some(libc::ENOSYS) {
+                RootError::Unsupported {
+                    op: OP,
+                    path: shown,
+                    source,
+                }
+            } else {
+                RootError::os(OP, shown, source)
+            }
+        })?;
         Ok(Root {
             fd,
             path: path.to_path_buf(),
@@ -241,6 +258,7 @@ impl Root {
 
     /// Renames `from` to `to` (POSIX `rename`: an existing `to` is replaced
     /// if the types allow; a link is renamed itself, not its target).
+    /// Moving a directory inside itself is [`RootError::InvalidPath`].
     pub fn rename(&self, from: &[u8], to: &[u8]) -> Result<(), RootError> {
         let from = self.check(from)?;
         let to = self.check(to)?;
@@ -248,7 +266,13 @@ impl Root {
         let (to_dir, to_name) = self.parent(to)?;
         sys::renameat(from_dir.as_fd(), &from_name, to_dir.as_fd(), &to_name).map_err(|e| {
             let path = format!("{} -> {}", self.show(from.bytes()), self.show(to.bytes()));
-            RootError::os("renameat", path, e)
+            match e.raw_os_error() {
+                Some(libc::EINVAL) => RootError::InvalidPath {
+                    path,
+                    reason: "would move a directory inside itself",
+                },
+                _ => RootError::os("renameat", path, e),
+            }
         })
     }
 
@@ -293,7 +317,11 @@ impl Root {
     }
 
     /// Describes the target of the link `name` in the directory `dir`, or
-    /// `None` if it escapes, dangles, loops or cannot be reached.
+    /// `None` if it escapes, dangles, loops or cannot be reached. The link
+    /// is resolved from the root by path (a link's target is relative to
+    /// its directory's place in the root, which the directory's descriptor
+    /// does not know); should `dir` be renamed during the listing, the
+    /// lookup is still confined to the root.
     fn follow(&self, dir: Rel<'_>, name: &[u8]) -> Result<Option<libc::stat>, RootError> {
         const OP: &str = "openat2(O_PATH)";
         let path = dir.join(name);
@@ -314,11 +342,7 @@ impl Root {
             .map_err(|e| RootError::os("fstat", self.show(path.as_bytes()), e))
     }
 
-    fn fstat(
-        &self,
-        fd: std::os::fd::BorrowedFd<'_>,
-        rel: Rel<'_>,
-    ) -> Result<libc::stat, RootError> {
+    fn fstat(&self, fd: BorrowedFd<'_>, rel: Rel<'_>) -> Result<libc::stat, RootError> {
         sys::fstat(fd).map_err(|e| self.os("fstat", rel, e))
     }
 
@@ -338,7 +362,7 @@ impl Root {
         }
     }
 
-    fn os(&self, op: &'static str, rel: Rel<'_>, source: std::io::Error) -> RootError {
+    fn os(&self, op: &'static str, rel: Rel<'_>, source: io::Error) -> RootError {
         RootError::os(op, self.show(rel.bytes()), source)
     }
 

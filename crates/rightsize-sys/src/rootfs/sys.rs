@@ -16,7 +16,9 @@ use libc::c_int;
 /// How many times a lookup is retried when `openat2` answers `EAGAIN`, which
 /// it does under `RESOLVE_BENEATH` when a rename or mount elsewhere in the
 /// system raced with the lookup (it cannot then prove the result stayed
-/// beneath). Races that persist this long are reported as the error.
+/// beneath). Races that persist this long are reported as the error. The
+/// bound also ends the loop when `EAGAIN` means something else: an
+/// `O_NONBLOCK` open of a file another process holds a lease on.
 const OPENAT2_EAGAIN_RETRIES: usize = 64;
 
 /// `struct open_how` from `linux/openat2.h`. The libc crate has it, but marks
