@@ -1,12 +1,14 @@
 //! rightsize's Linux system layer: the only place that touches the kernel.
 //!
 //! It reads sysctls (`sysctl`), creates and sizes sockets with every buffer,
-//! clamp and congestion-control setting read back (`socket`), and reads the
-//! kernel's `struct tcp_info` (`tcp_info`). Namespaces and the emulator
-//! driver will live here too. Every system call is wrapped so that its error
-//! names the call and the path or address it was given.
+//! clamp and congestion-control setting read back (`socket`), reads the
+//! kernel's `struct tcp_info` (`tcp_info`), and keeps the FTP server's file
+//! access inside its served directory (`rootfs`), and makes network namespaces joined by veth pairs
+//! (`netns`). The emulator driver will live here too. Every system call is wrapped so
+//! that its error names the call and the path or address it was given.
 
 pub mod netns;
+pub mod rootfs;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;
