@@ -50,7 +50,8 @@ fn no_path_leaves_the_root() {
     }
     // A NUL byte is refused by the parser, never truncates a path.
     c.send_bytes(b"SIZE pub/hello.txt\0/../../etc/passwd\r\n");
-    assert_eq!(c.reply().code(), 501);
+    let nul = c.reply().code();
+    assert!(nul == 501 || nul == 553, "NUL in a path: {nul}");
     // The inside link and repeated slashes still work.
     assert_eq!(c.cmd("SIZE //pub///inside").text(), "6");
     let (bytes, reply) = c.retr("/pub/./hello.txt");
@@ -232,7 +233,8 @@ fn commands_out_of_order_and_garbage_get_their_codes_one_reply_per_line() {
     assert_eq!(c.cmd("RETR pub/hello.txt").code(), 425);
     assert_eq!(c.cmd("RNTO b").code(), 550);
     assert_eq!(c.cmd("XYZZY").code(), 502);
-    assert_eq!(c.cmd("TYPE Q").code(), 504);
+    assert_eq!(c.cmd("TYPE Q").code(), 501);
+    assert_eq!(c.cmd("TYPE E").code(), 504);
     assert_eq!(c.cmd("SBUF").code(), 501);
     let sbuf = c.cmd("SBUF lots").code();
     assert!(sbuf == 501 || sbuf == 502, "SBUF lots: {sbuf}");

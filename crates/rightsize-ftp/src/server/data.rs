@@ -275,11 +275,14 @@ fn send(mut stream: TcpStream, source: Source, progress: &Progress) -> TransferO
     let result = match source {
         Source::File(file) => send_file(&stream, &file, progress),
         Source::Zero { remaining_bytes } => send_zeros(&mut stream, remaining_bytes, progress),
-        Source::Bytes(bytes) => stream.write_all(&bytes).map(|()| {
-            progress
-                .bytes
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }),
+        Source::Bytes(bytes) => stream
+            .write_all(&bytes)
+            .map(|()| {
+                progress
+                    .bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            })
+            .map_err(SendError::Network),
     };
     match result {
         Ok(()) => finish_send(stream, progress),
