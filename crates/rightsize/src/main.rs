@@ -6,6 +6,8 @@
 
 mod advise;
 mod cli;
+mod transfer;
+mod transfer_output;
 
 use std::process::ExitCode;
 
@@ -19,6 +21,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
+        cli::Command::Get(args) => transfer::run_get(&args),
+        cli::Command::Put(args) => transfer::run_put(&args),
     };
     match result {
         Ok(code) => code,

@@ -31,7 +31,7 @@ pub enum ClientError {
     },
     /// The control connection could not be opened (refused, timed out,
     /// unreachable).
-    #[error("connect to FTP server {server} ({addr})")]
+    #[error("connect to FTP server {server}{}", resolved(server, addr))]
     Connect {
         /// `host:port` from the URL.
         server: String,
@@ -231,4 +231,13 @@ pub enum ClientError {
         /// The server's answer.
         remote: String,
     },
+}
+
+/// ` (addr)` when the host name resolved to something else than it says.
+fn resolved(server: &str, addr: &SocketAddr) -> String {
+    if server == addr.to_string() {
+        String::new()
+    } else {
+        format!(" ({addr})")
+    }
 }
