@@ -45,6 +45,14 @@ fn usage_error(err: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            // A URL error already quotes the input, with its password hidden;
+            // clap's line would repeat the input with the password.
+            let url_error = std::error::Error::source(&err)
+                .and_then(|e| e.downcast_ref::<rightsize_core::url::UrlError>());
+            if let Some(url_error) = url_error {
+                eprintln!("error: {url_error}");
+                return ExitCode::from(2);
+            }
             let rendered = err.render().to_string();
             eprintln!(
                 "{}",

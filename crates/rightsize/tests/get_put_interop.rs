@@ -4,6 +4,8 @@
 //! compared with the original; failures must leave nothing under the
 //! requested name. Needs root for vsftpd and globus (as CI runs).
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use support::*;
