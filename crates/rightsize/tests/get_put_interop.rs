@@ -27,6 +27,8 @@ fn pyftpdlib_get_64_mib_with_a_receive_buffer() {
         target.to_str().unwrap(),
         "--rcvbuf",
         "4MiB",
+        "--congestion",
+        "reno",
         "--json",
     ]);
     assert_success(&output, Some(&server));
@@ -49,6 +51,8 @@ fn pyftpdlib_get_64_mib_with_a_receive_buffer() {
         rcvbuf["applied_bytes"] == 8 * MIB || rcvbuf["clamped_by"].is_string(),
         "{rcvbuf}"
     );
+    let congestion = &json["client_buffers"]["applied"]["congestion"];
+    assert_eq!(congestion["applied"], "reno", "{congestion}");
     assert!(json["server_buffers"].is_null());
     assert!(json["retransmits"].is_u64(), "{json}");
     assert!(json["goodput_bps"].as_f64().unwrap() > 0.0);
@@ -182,6 +186,35 @@ fn pyftpdlib_login_with_a_percent_encoded_password_and_a_wrong_one() {
 }
 
 #[test]
+fn pyftpdlib_over_ipv6_passive_and_active() {
+    let server = pyftpdlib_v6();
+    let data = random_bytes(2 * MIB, 12);
+    write_public(&files_dir(&server).join("f.bin"), &data);
+    let local = tempfile::tempdir().unwrap();
+    for (mode, extra) in [("EPSV", None), ("EPRT", Some("--active"))] {
+        let target = local.path().join(format!("{mode}.bin"));
+        let mut args = vec!["get", "", "-o", target.to_str().unwrap(), "--json"];
+        let url = server.url("/f.bin");
+        assert!(url.starts_with("ftp://[::1]:"), "{url}");
+        args[1] = &url;
+        args.extend(extra);
+        let output = rightsize(&args);
+        assert_success(&output, Some(&server));
+        assert!(same_bytes(&target, &data), "{mode}");
+        let json = json(&output);
+        assert_eq!(json["data_mode"], mode);
+        assert!(
+            json["data_peer"].as_str().unwrap().starts_with("[::1]:"),
+            "{json}"
+        );
+    }
+    let source = local.path().join("EPSV.bin");
+    let output = rightsize(&["put", source.to_str().unwrap(), &server.url("/back.bin")]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&files_dir(&server).join("back.bin"), &data));
+}
+
+#[test]
 fn vsftpd_get_64_mib() {
     let server = vsftpd();
     let data = random_bytes(64 * MIB, 5);
@@ -208,9 +241,24 @@ fn vsftpd_put_into_the_upload_dir_get_active_and_to_stdout() {
     write_public(&source, &data);
 
     // A URL ending in / gets the local file's name, as with curl -T.
-    let output = rightsize(&["put", source.to_str().unwrap(), &server.url("/up/")]);
+    let output = rightsize(&[
+        "put",
+        source.to_str().unwrap(),
+        &server.url("/up/"),
+        "-i",
+        "10",
+    ]);
     assert_success(&output, Some(&server));
     assert!(same_bytes(&files_dir(&server).join("up/x.bin"), &data));
+    // With -i, an iperf3-style line for the last (here the only) interval.
+    let text = String::from_utf8_lossy(&output.stdout);
+    let interval = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        interval.starts_with("[  0.00-")
+            && interval.contains(" MBytes ")
+            && interval.contains("bits/sec"),
+        "{text}"
+    );
 
     let back = local.path().join("back.bin");
     let output = rightsize(&[

@@ -12,13 +12,13 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Lowest port handed out; the kernel's ephemeral range starts at 32768.
@@ -62,15 +62,16 @@ pub fn closed_port() -> u16 {
 #[derive(Debug)]
 pub struct Server {
     child: Child,
+    pub ip: IpAddr,
     pub port: u16,
     pub root: tempfile::TempDir,
     pub name: &'static str,
 }
 
 impl Server {
-    /// `ftp://127.0.0.1:PORT` followed by `path`.
+    /// `ftp://127.0.0.1:PORT` (or `[::1]`) followed by `path`.
     pub fn url(&self, path: &str) -> String {
-        format!("ftp://127.0.0.1:{}{path}", self.port)
+        format!("ftp://{}{path}", SocketAddr::new(self.ip, self.port))
     }
 
     /// The server's log, for failure messages.
@@ -110,6 +111,7 @@ fn served_dir() -> tempfile::TempDir {
 fn start(
     name: &'static str,
     banner: &str,
+    ip: IpAddr,
     root: tempfile::TempDir,
     command: impl Fn(&Path, u16, u16) -> Command,
 ) -> Server {
@@ -126,9 +128,10 @@ fn start(
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("start {name}: {e}; is it installed (scripts/setup)?"));
-        if wait_for_greeting(&mut child, port, banner) {
+        if wait_for_greeting(&mut child, SocketAddr::new(ip, port), banner) {
             return Server {
                 child,
+                ip,
                 port,
                 root,
                 name,
@@ -137,13 +140,12 @@ fn start(
         kill_group(&mut child);
     }
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-    panic!("{name} did not start on 127.0.0.1; its log:\n{log}");
+    panic!("{name} did not start on {ip}; its log:\n{log}");
 }
 
-/// Polls until the server on `port` sends a greeting containing `banner`;
+/// Polls until the server on `addr` sends a greeting containing `banner`;
 /// false if the child exits or the time is up.
-fn wait_for_greeting(child: &mut Child, port: u16, banner: &str) -> bool {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+fn wait_for_greeting(child: &mut Child, addr: SocketAddr, banner: &str) -> bool {
     let deadline = Instant::now() + START_TIMEOUT;
     while Instant::now() < deadline {
         if !matches!(child.try_wait(), Ok(None)) {
@@ -160,17 +162,36 @@ fn wait_for_greeting(child: &mut Child, port: u16, banner: &str) -> bool {
     false
 }
 
+const LOCALHOST_V4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
 /// pyftpdlib 1.5.7 (Debian's; the pyenv `python3` on PATH lacks it),
 /// anonymous with write access.
 pub fn pyftpdlib() -> Server {
-    start("pyftpdlib", "pyftpdlib", served_dir(), |root, port, _| {
-        let mut cmd = Command::new("/usr/bin/python3");
-        cmd.args(["-m", "pyftpdlib", "-i", "127.0.0.1", "-w", "-p"])
-            .arg(port.to_string())
-            .arg("-d")
-            .arg(root);
-        cmd
-    })
+    pyftpdlib_on(LOCALHOST_V4)
+}
+
+/// [`pyftpdlib`] on `::1`.
+pub fn pyftpdlib_v6() -> Server {
+    pyftpdlib_on(IpAddr::V6(Ipv6Addr::LOCALHOST))
+}
+
+fn pyftpdlib_on(ip: IpAddr) -> Server {
+    start(
+        "pyftpdlib",
+        "pyftpdlib",
+        ip,
+        served_dir(),
+        move |root, port, _| {
+            let mut cmd = Command::new("/usr/bin/python3");
+            cmd.args(["-m", "pyftpdlib", "-w", "-i"])
+                .arg(ip.to_string())
+                .arg("-p")
+                .arg(port.to_string())
+                .arg("-d")
+                .arg(root);
+            cmd
+        },
+    )
 }
 
 /// pyftpdlib with one user `user`/`password` and no anonymous login.
@@ -179,6 +200,7 @@ pub fn pyftpdlib_with_user(user: &str, password: &str) -> Server {
     start(
         "pyftpdlib",
         "pyftpdlib",
+        LOCALHOST_V4,
         served_dir(),
         move |root, port, _| {
             let script = "import sys\n\
@@ -213,22 +235,28 @@ pub fn vsftpd() -> Server {
     let up = files.join("up");
     std::fs::create_dir(&up).unwrap();
     std::fs::set_permissions(&up, std::fs::Permissions::from_mode(0o777)).unwrap();
-    start("vsftpd", "vsFTPd", root, |root, port, passive| {
-        let config = root.join("vsftpd.conf");
-        let text = format!(
-            "listen=YES\nbackground=NO\nlisten_address=127.0.0.1\nlisten_port={port}\n\
+    start(
+        "vsftpd",
+        "vsFTPd",
+        LOCALHOST_V4,
+        root,
+        |root, port, passive| {
+            let config = root.join("vsftpd.conf");
+            let text = format!(
+                "listen=YES\nbackground=NO\nlisten_address=127.0.0.1\nlisten_port={port}\n\
              anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
              write_enable=YES\nanon_upload_enable=YES\nanon_umask=022\n\
              pasv_min_port={passive}\npasv_max_port={}\nrun_as_launching_user=YES\n\
              seccomp_sandbox=NO\nxferlog_enable=NO\n",
-            root.join("files").display(),
-            passive + PASSIVE_PORTS - 1
-        );
-        std::fs::write(&config, text).unwrap();
-        let mut cmd = Command::new("/usr/sbin/vsftpd");
-        cmd.arg(config);
-        cmd
-    })
+                root.join("files").display(),
+                passive + PASSIVE_PORTS - 1
+            );
+            std::fs::write(&config, text).unwrap();
+            let mut cmd = Command::new("/usr/sbin/vsftpd");
+            cmd.arg(config);
+            cmd
+        },
+    )
 }
 
 /// globus-gridftp-server 13.24, anonymous sessions as `nobody`; its URLs
@@ -237,6 +265,7 @@ pub fn globus() -> Server {
     start(
         "globus-gridftp-server",
         "GridFTP Server",
+        LOCALHOST_V4,
         served_dir(),
         |root, port, passive| {
             let mut cmd = Command::new("/usr/sbin/globus-gridftp-server");
@@ -377,10 +406,4 @@ pub fn names_in(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Serialises tests that mount file systems.
-pub fn mount_lock() -> &'static Mutex<()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    &LOCK
 }
