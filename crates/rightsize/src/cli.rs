@@ -9,6 +9,8 @@ use rightsize_core::advice::Os;
 use rightsize_core::bdp::DEFAULT_MSS;
 use rightsize_core::units::{self, BitRate, Bytes};
 
+pub use crate::transfer::{GetArgs, PutArgs};
+
 /// Size TCP buffers for long fat networks: compute, advise, measure.
 #[derive(Debug, Parser)]
 #[command(name = "rightsize", version, about, long_about = None, propagate_version = true)]
@@ -25,7 +27,36 @@ pub enum Command {
     /// An FTP server whose data connections rightsize sizes and observes.
     #[command(long_about = crate::serve::SERVE_ABOUT)]
     Serve(crate::serve::ServeArgs),
+    /// Download one file over FTP with the data socket's buffers set and read back.
+    #[command(long_about = GET_ABOUT)]
+    Get(GetArgs),
+    /// Upload one file over FTP with the data socket's buffers set and read back.
+    #[command(long_about = PUT_ABOUT)]
+    Put(PutArgs),
 }
+
+const GET_ABOUT: &str = "\
+Download one file over FTP (binary, one data connection) with the data socket's buffers, window \
+clamp and congestion control set before its handshake and read back from the kernel; print the \
+rate, retransmits and RTT of the data connection.
+
+  rightsize get ftp://127.0.0.1:2121/data.bin
+  rightsize get ftp://user:pass@host/dir/data.bin -o /tmp/data.bin --rcvbuf 16MiB -i 1
+  rightsize get ftp://gridftp.example:2811//abs/path/data.bin --verify --json
+
+The file appears under its name only once it arrived whole (and, with --verify, matched the \
+server's checksum). Exit codes: 0 success, 1 transfer failed, 2 bad arguments.";
+
+const PUT_ABOUT: &str = "\
+Upload one file over FTP (binary, one data connection) with the data socket's buffers, window \
+clamp and congestion control set before its handshake and read back from the kernel.
+
+  rightsize put data.bin ftp://127.0.0.1:2121/incoming/data.bin
+  rightsize put data.bin ftp://user:pass@host/dir/ --sndbuf 16MiB -i 1
+  rightsize put data.bin ftp://gridftp.example:2811//abs/path/ --verify --json
+
+The server's 226 reply means success; the server is responsible for atomicity on its side. Exit \
+codes: 0 success, 1 transfer failed, 2 bad arguments.";
 
 const ADVISE_ABOUT: &str = "\
 The bandwidth-delay product (BDP) of a path and the exact host settings that let one TCP \

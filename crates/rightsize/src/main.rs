@@ -7,6 +7,8 @@
 mod advise;
 mod cli;
 mod serve;
+mod transfer;
+mod transfer_output;
 
 use std::process::ExitCode;
 
@@ -21,6 +23,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Get(args) => transfer::run_get(&args),
+        cli::Command::Put(args) => transfer::run_put(&args),
     };
     match result {
         Ok(code) => code,
@@ -43,6 +47,14 @@ fn usage_error(err: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            // A URL error already quotes the input, with its password hidden;
+            // clap's line would repeat the input with the password.
+            let url_error = std::error::Error::source(&err)
+                .and_then(|e| e.downcast_ref::<rightsize_core::url::UrlError>());
+            if let Some(url_error) = url_error {
+                eprintln!("error: {url_error}");
+                return ExitCode::from(2);
+            }
             let rendered = err.render().to_string();
             eprintln!(
                 "{}",

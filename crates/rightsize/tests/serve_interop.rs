@@ -4,13 +4,13 @@
 //! a missing one fails the test (CI must run them, not skip them).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+mod serve_support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use support::{Serve, random_bytes};
+use serve_support::{Serve, random_bytes};
 
 const FILE_BYTES: usize = 64 << 20;
 const USER: &str = "alice";

@@ -3,13 +3,13 @@
 //! reply, one per line, with the server still up.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+mod serve_support;
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use support::{Control, Serve};
+use serve_support::{Control, Serve};
 
 fn root_with_files() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

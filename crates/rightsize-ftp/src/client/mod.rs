@@ -1,1 +1,219 @@
-//! The FTP client (`rightsize get` / `rightsize put`).
+//! The FTP client (`rightsize get` / `rightsize put`): one file per call,
+//! in binary, over a data connection whose buffers are set before the
+//! handshake and read back.
+//!
+//! Sequence (see `shared/research/ftp-interop.md` for why each step): the
+//! `220` greeting, `USER`/`PASS` (a `230` right after `USER` ends the
+//! login), `FEAT` (500/502 means "nothing"), `TYPE I` (before `EPSV`: the
+//! Globus server binds the type at `PASV`/`EPSV` time), for a download
+//! `SIZE`, then `SBUF` if asked for and offered, the data connection
+//! (`EPSV`, else `PASV`; with `--active` `EPRT` or `PORT`), `RETR`/`STOR`,
+//! the bytes, the `226`, and with `verify` the Globus `CKSM`.
+//!
+//! Guarantees:
+//! - Every connect, accept and read has a timeout ([`Options`]); no server
+//!   behaviour makes a call hang past it.
+//! - Passive data connections go to the control connection's peer,
+//!   whatever address a `227` names (as Python's ftplib does); in active
+//!   mode only a connection from that peer is accepted.
+//! - A download never leaves a partial or unverified file under the
+//!   requested name: it is written to `.NAME.rightsize-part-PID` in the same
+//!   directory, fsynced, and renamed only after the `226` and a matching
+//!   checksum; any failure removes the temporary file.
+//! - Against servers other than rightsize, only what they advertise is used
+//!   (with the GridFTP exception documented in `features`).
+
+mod control;
+mod data;
+mod error;
+mod features;
+mod local;
+mod session;
+mod transfer;
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rightsize_core::checksum::Algorithm;
+use rightsize_core::tcpinfo::TcpInfoSample;
+use rightsize_sys::socket::{Applied, BufferRequest};
+use rightsize_sys::tcp_info::TcpInfoError;
+use serde::Serialize;
+
+pub use data::DataMode;
+pub use error::ClientError;
+pub use features::Features;
+pub use transfer::{NO_SERVER_CHECKSUM, get, put};
+
+/// Default time to open a control or data connection, and in active mode
+/// to wait for the server to connect back.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a reply or the data connection may stay silent.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Socket options for the data connection, set before its handshake:
+    /// `SO_RCVBUF`/`SO_SNDBUF` in bytes, `TCP_WINDOW_CLAMP`,
+    /// `TCP_CONGESTION`. Empty (the default) leaves the kernel's defaults
+    /// and autotuning alone. For a download the receive buffer should be at
+    /// least the path's bandwidth-delay product (`rightsize advise`).
+    pub buffers: BufferRequest,
+    /// `SBUF` size in bytes to ask the server for (GFD.20), sent only if the
+    /// server offers it.
+    pub sbuf_bytes: Option<u64>,
+    /// Active mode (`EPRT`/`PORT`: the server connects to us) instead of
+    /// passive (`EPSV`/`PASV`).
+    pub active: bool,
+    /// Compare a checksum of the bytes moved with the server's `CKSM`.
+    pub verify: bool,
+    /// Limit for each connect, and for the server to connect back in active
+    /// mode. Default [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// Limit for each wait for a reply or for data to move. Default
+    /// [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            buffers: BufferRequest::default(),
+            sbuf_bytes: None,
+            active: false,
+            verify: false,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// Where a download goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// This file (an existing directory means the URL's file name in it);
+    /// replaced atomically on success.
+    File(PathBuf),
+    /// Standard output, as the bytes arrive (no atomicity possible).
+    Stdout,
+}
+
+/// Receives what happens during a transfer; every method has an empty
+/// default, and `()` ignores everything.
+pub trait Observer {
+    /// Called after every chunk moved on the data connection. Called often
+    /// (every 256 KiB at most): throttle expensive work.
+    fn progress(&mut self, _progress: &Progress<'_>) {}
+    /// Each command sent (`> RETR x`, password hidden) and reply received
+    /// (`< 226 Transfer complete.`).
+    fn protocol(&mut self, _line: &str) {}
+    /// Something the user should know that does not stop the transfer
+    /// (a clamped buffer, `SBUF` not offered, no checksum on the server).
+    fn warning(&mut self, _message: &str) {}
+}
+
+impl Observer for () {}
+
+/// A progress report: bytes moved so far on the data connection.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// Bytes moved so far.
+    pub bytes: u64,
+    /// Time since the data connection was ready.
+    pub elapsed: Duration,
+    /// The size the server announced (download) or the local file's size
+    /// (upload), if known.
+    pub expected_bytes: Option<u64>,
+    socket: &'a TcpStream,
+}
+
+impl Progress<'_> {
+    /// `TCP_INFO` of the data connection now (retransmits, RTT, windows).
+    pub fn tcp_info(&self) -> Result<TcpInfoSample, TcpInfoError> {
+        rightsize_sys::tcp_info::read(self.socket.as_fd())
+    }
+}
+
+/// Which way the bytes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// `RETR`: server to client.
+    Get,
+    /// `STOR`: client to server.
+    Put,
+}
+
+/// The `--verify` outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChecksumReport {
+    /// The algorithm used; `None` when the server offers none.
+    pub algorithm: Option<Algorithm>,
+    /// Computed over the bytes moved, lowercase hex.
+    pub local: Option<String>,
+    /// The server's `CKSM` answer.
+    pub remote: Option<String>,
+    /// Both present and equal. (A mismatch is an error, not a report.)
+    pub verified: bool,
+    /// Why it was not verified, e.g. `the server offers no checksum`.
+    pub note: Option<String>,
+}
+
+/// What `SBUF` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SbufReport {
+    /// The size asked for, bytes.
+    pub requested_bytes: u64,
+    /// Whether the server answered 2yz; `false` also when not sent.
+    pub accepted: bool,
+    /// The server's reply, or why it was not sent.
+    pub reply: String,
+}
+
+/// The result of a transfer that succeeded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The URL, password removed.
+    pub url: String,
+    /// Download or upload.
+    pub direction: Direction,
+    /// The local file (the final name), `None` for standard output.
+    pub local_path: Option<PathBuf>,
+    /// Bytes moved on the data connection.
+    pub bytes: u64,
+    /// From the data connection being ready to its end.
+    pub elapsed: Duration,
+    /// The server's control address.
+    pub server: SocketAddr,
+    /// How the data connection was made.
+    pub data_mode: DataMode,
+    /// The data connection's other end.
+    pub data_peer: SocketAddr,
+    /// What was asked for on the client's data socket.
+    pub buffers_requested: BufferRequest,
+    /// What the kernel applied there, read back.
+    pub buffers_applied: Applied,
+    /// `SBUF`, if asked for.
+    pub sbuf: Option<SbufReport>,
+    /// `TCP_INFO` of the data socket when the data had all moved.
+    pub tcp_info: Option<TcpInfoSample>,
+    /// `--verify`, if asked for.
+    pub checksum: Option<ChecksumReport>,
+    /// The `SIZE` answer (download) or local size (upload), bytes.
+    pub expected_bytes: Option<u64>,
+}
+
+impl Report {
+    /// Payload bits per second over [`Report::elapsed`].
+    pub fn goodput_bps(&self) -> f64 {
+        let seconds = self.elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            self.bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! [`ClientError`]: everything `get` and `put` can fail with, each variant
+//! naming the server (host and port), the command or file, and what the
+//! server or the OS said, so one line tells a user what went wrong.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rightsize_core::checksum::Algorithm;
+use rightsize_core::ftp::{ArgError, ReplyParseError};
+use rightsize_sys::socket::SocketError;
+
+/// A failed `get` or `put`.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The host name did not resolve.
+    #[error("resolve FTP server {server}")]
+    Resolve {
+        /// `host:port` from the URL.
+        server: String,
+        /// What the resolver said.
+        #[source]
+        source: io::Error,
+    },
+    /// The host name resolved to no address.
+    #[error("resolve FTP server {server}: no address")]
+    NoAddress {
+        /// `host:port` from the URL.
+        server: String,
+    },
+    /// The control connection could not be opened (refused, timed out,
+    /// unreachable).
+    #[error("connect to FTP server {server}{}", resolved(server, addr))]
+    Connect {
+        /// `host:port` from the URL.
+        server: String,
+        /// The address tried last.
+        addr: SocketAddr,
+        /// What the socket layer said (boxed: it is large).
+        #[source]
+        source: Box<SocketError>,
+    },
+    /// Reading or writing the control connection failed.
+    #[error("{op} on the control connection to {server}")]
+    ControlIo {
+        /// What was being done, e.g. `send RETR` or `read the reply to SIZE`.
+        op: String,
+        /// The server's address.
+        server: SocketAddr,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// The server did not answer in time.
+    #[error("{server} sent no reply to {op} within {timeout:?}")]
+    ReplyTimeout {
+        /// The command waited on (or `the greeting`).
+        op: String,
+        /// The server's address.
+        server: SocketAddr,
+        /// The limit (`Options::idle_timeout`).
+        timeout: Duration,
+    },
+    /// The server closed the control connection.
+    #[error("{server} closed the control connection instead of answering {op}")]
+    Closed {
+        /// The command waited on.
+        op: String,
+        /// The server's address.
+        server: SocketAddr,
+    },
+    /// The server sent something that is not an FTP reply.
+    #[error("{server} answered {op} with a malformed reply")]
+    BadReply {
+        /// The command waited on.
+        op: String,
+        /// The server's address.
+        server: SocketAddr,
+        /// What was wrong.
+        #[source]
+        source: ReplyParseError,
+    },
+    /// The server refused the login (530, or an account was required).
+    #[error("{server} refused the login as \"{user}\": {reply}")]
+    LoginRefused {
+        /// The server's address.
+        server: SocketAddr,
+        /// The user name sent.
+        user: String,
+        /// The refusing reply, on one line.
+        reply: String,
+    },
+    /// The server refused a command the transfer needs.
+    #[error("{server} refused {command}: {reply}")]
+    Refused {
+        /// The server's address.
+        server: SocketAddr,
+        /// The command as sent (password hidden).
+        command: String,
+        /// The reply, on one line.
+        reply: String,
+    },
+    /// `RETR`, `STOR` or `CKSM` of a remote file failed (missing file,
+    /// permission, server-side disk full).
+    #[error("{server}: {verb} \"{path}\" failed: {reply}")]
+    RemoteFile {
+        /// The server's address.
+        server: SocketAddr,
+        /// `RETR`, `STOR` or `CKSM`.
+        verb: &'static str,
+        /// The remote path as sent.
+        path: String,
+        /// The reply, on one line.
+        reply: String,
+    },
+    /// A reply with the wrong code or an unusable argument (a `229` without
+    /// a port, a `227` without an address).
+    #[error("{server} answered {command} with \"{reply}\": {problem}")]
+    Unexpected {
+        /// The server's address.
+        server: SocketAddr,
+        /// The command.
+        command: String,
+        /// The reply, on one line.
+        reply: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The data connection could not be opened.
+    #[error("open the data connection to {addr} ({mode})")]
+    DataConnect {
+        /// The address connected to or listened on.
+        addr: SocketAddr,
+        /// `EPSV`, `PASV`, `EPRT` or `PORT`.
+        mode: &'static str,
+        /// What the socket layer said (boxed: it is large).
+        #[source]
+        source: Box<SocketError>,
+    },
+    /// In active mode the server did not connect back in time.
+    #[error(
+        "{server} did not open the data connection to {listen} within {timeout:?} ({mode}); try without --active"
+    )]
+    AcceptTimeout {
+        /// The server's control address.
+        server: SocketAddr,
+        /// Where the client listened.
+        listen: SocketAddr,
+        /// `EPRT` or `PORT`.
+        mode: &'static str,
+        /// The limit (`Options::connect_timeout`).
+        timeout: Duration,
+    },
+    /// Reading or writing the data connection failed.
+    #[error("{op} on the data connection with {peer}")]
+    DataIo {
+        /// What was being done.
+        op: &'static str,
+        /// The other end of the data connection.
+        peer: SocketAddr,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// The data connection carried nothing for too long.
+    #[error(
+        "data connection with {peer} idle for {timeout:?} during {verb} \"{path}\" after {bytes} bytes"
+    )]
+    DataTimeout {
+        /// The other end.
+        peer: SocketAddr,
+        /// `RETR` or `STOR`.
+        verb: &'static str,
+        /// The remote path.
+        path: String,
+        /// Bytes moved before it stalled.
+        bytes: u64,
+        /// The limit (`Options::idle_timeout`).
+        timeout: Duration,
+    },
+    /// A local file could not be opened, read, written or renamed.
+    #[error("{op} {path}")]
+    Local {
+        /// What was being done, e.g. `open`, `write`, `rename to`.
+        op: &'static str,
+        /// The local path.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// A user name, password or path that cannot be sent as an argument.
+    #[error("the {what} cannot be sent in an FTP command")]
+    Argument {
+        /// `user name`, `password` or `path`.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: ArgError,
+    },
+    /// The download has no local name: the URL ends in `/` and no `-o`.
+    #[error("the URL {url} names no file; give the remote file's path, or -o FILE")]
+    NoFileName {
+        /// The URL, password hidden.
+        url: String,
+    },
+    /// The server announced a size and sent a different number of bytes.
+    #[error("{server}: RETR \"{path}\" ended after {got_bytes} bytes, but SIZE said {size_bytes}")]
+    ShortTransfer {
+        /// The server's address.
+        server: SocketAddr,
+        /// The remote path.
+        path: String,
+        /// Bytes received.
+        got_bytes: u64,
+        /// The `213` answer to `SIZE`.
+        size_bytes: u64,
+    },
+    /// `--verify` found different checksums.
+    #[error("checksum mismatch for \"{path}\": {algorithm} here {local}, on {server} {remote}")]
+    ChecksumMismatch {
+        /// The server's address.
+        server: SocketAddr,
+        /// The remote path.
+        path: String,
+        /// The algorithm used.
+        algorithm: Algorithm,
+        /// Computed over the bytes moved.
+        local: String,
+        /// The server's answer.
+        remote: String,
+    },
+}
+
+/// ` (addr)` when the host name resolved to something else than it says.
+fn resolved(server: &str, addr: &SocketAddr) -> String {
+    if server == addr.to_string() {
+        String::new()
+    } else {
+        format!(" ({addr})")
+    }
+}

@@ -1,0 +1,220 @@
+//! A logged-in control connection and the single commands a transfer needs
+//! around the data: `SIZE`, `SBUF`, `CKSM`, `QUIT`.
+//!
+//! Guarantees: connecting tries every address the host resolves to, each
+//! within the connect timeout; every later read and write on the control
+//! connection has the idle timeout. Optional commands (`SIZE`, `SBUF`)
+//! never fail a transfer: a refusal becomes `None` or a warning.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+
+use rightsize_core::checksum::{self, Algorithm};
+use rightsize_core::ftp::{Command, Reply, Token};
+use rightsize_core::url::{FtpUrl, Host};
+use rightsize_sys::socket::{self, BufferRequest};
+
+use super::control::{self, Control, arg};
+use super::error::ClientError;
+use super::features::Features;
+use super::{Observer, Options, SbufReport};
+
+/// A logged-in control connection in binary mode.
+#[derive(Debug)]
+pub(crate) struct Session<S> {
+    pub(crate) control: Control<S>,
+    pub(crate) features: Features,
+}
+
+/// Resolves the URL's host and opens the control connection.
+fn connect(url: &FtpUrl, options: &Options) -> Result<(TcpStream, SocketAddr), ClientError> {
+    let server = format!("{}:{}", url.host(), url.port());
+    let addrs: Vec<SocketAddr> = match url.host() {
+        Host::Ipv4(ip) => vec![SocketAddr::new((*ip).into(), url.port())],
+        Host::Ipv6(ip) => vec![SocketAddr::new((*ip).into(), url.port())],
+        Host::Name(name) => (name.as_str(), url.port())
+            .to_socket_addrs()
+            .map_err(|source| ClientError::Resolve {
+                server: server.clone(),
+                source,
+            })?
+            .collect(),
+    };
+    let mut last = None;
+    for addr in addrs {
+        match socket::connect(addr, &BufferRequest::default(), options.connect_timeout) {
+            Ok((stream, _)) => return Ok((stream, addr)),
+            Err(source) => last = Some((addr, source)),
+        }
+    }
+    match last {
+        Some((addr, source)) => Err(ClientError::Connect {
+            server,
+            addr,
+            source: Box::new(source),
+        }),
+        None => Err(ClientError::NoAddress { server }),
+    }
+}
+
+impl Session<TcpStream> {
+    /// Connects, reads the greeting, logs in, reads `FEAT` and sets
+    /// `TYPE I`.
+    pub(crate) fn open(
+        url: &FtpUrl,
+        options: &Options,
+        observer: &mut dyn Observer,
+    ) -> Result<Session<TcpStream>, ClientError> {
+        let (stream, server) = connect(url, options)?;
+        let timeouts = stream
+            .set_read_timeout(Some(options.idle_timeout))
+            .and_then(|()| stream.set_write_timeout(Some(options.idle_timeout)))
+            .and_then(|()| stream.set_nodelay(true));
+        timeouts.map_err(|source| ClientError::ControlIo {
+            op: "set the timeouts".to_owned(),
+            server,
+            source,
+        })?;
+        Session::start(
+            Control::new(stream, server, options.idle_timeout),
+            url,
+            observer,
+        )
+    }
+}
+
+impl<S: Read + Write> Session<S> {
+    /// The sequence after connecting: greeting, login, `FEAT`, `TYPE I`.
+    pub(crate) fn start(
+        mut control: Control<S>,
+        url: &FtpUrl,
+        observer: &mut dyn Observer,
+    ) -> Result<Session<S>, ClientError> {
+        let greeting = control::greeting(&mut control, observer)?;
+        control::login(&mut control, url.user(), url.password(), observer)?;
+        let feat = control.command(&Command::Feat, observer)?;
+        let features = Features::new(&greeting, Some(&feat));
+        control.expect_completion(
+            &Command::Type(rightsize_core::ftp::command::TransferType::Image),
+            observer,
+        )?;
+        Ok(Session { control, features })
+    }
+
+    /// The remote file's size from `SIZE` (RFC 3659 4), `None` if refused.
+    pub(crate) fn size(
+        &mut self,
+        path: &[u8],
+        observer: &mut dyn Observer,
+    ) -> Result<Option<u64>, ClientError> {
+        let reply = self
+            .control
+            .command(&Command::Size(arg(path, "path")?), observer)?;
+        Ok(if reply.code() == 213 {
+            reply.text().trim().parse().ok()
+        } else {
+            None
+        })
+    }
+
+    /// Sends `SBUF` if the server offers it; a refusal is a warning.
+    pub(crate) fn sbuf(
+        &mut self,
+        requested_bytes: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<SbufReport, ClientError> {
+        if !self.features.sbuf() {
+            let reply = "not sent: the server does not offer SBUF".to_owned();
+            observer.warning(&format!("--sbuf {requested_bytes}: {reply}"));
+            return Ok(SbufReport {
+                requested_bytes,
+                accepted: false,
+                reply,
+            });
+        }
+        let reply = self
+            .control
+            .command(&Command::Sbuf(requested_bytes), observer)?;
+        if !reply.is_completion() {
+            observer.warning(&format!(
+                "the server refused SBUF {requested_bytes}: {reply}"
+            ));
+        }
+        Ok(SbufReport {
+            requested_bytes,
+            accepted: reply.is_completion(),
+            reply: reply.to_string(),
+        })
+    }
+
+    /// The server's `CKSM <alg> 0 -1 <path>` answer, lowercase hex.
+    pub(crate) fn cksm(
+        &mut self,
+        algorithm: Algorithm,
+        path: &[u8],
+        observer: &mut dyn Observer,
+    ) -> Result<String, ClientError> {
+        let command = Command::Cksm {
+            algorithm: Token::new(algorithm.name()).map_err(|source| ClientError::Argument {
+                what: "checksum name",
+                source,
+            })?,
+            offset: 0,
+            length: None,
+            path: arg(path, "path")?,
+        };
+        let reply = self.control.command(&command, observer)?;
+        let value = reply.text().split_whitespace().next().map(str::to_owned);
+        match value {
+            Some(hex) if reply.code() == 213 => Ok(hex.to_ascii_lowercase()),
+            _ => Err(self.remote_error("CKSM", path, &reply)),
+        }
+    }
+
+    /// Compares `local` with the server's checksum of `path`.
+    pub(crate) fn verify(
+        &mut self,
+        algorithm: Algorithm,
+        local: String,
+        path: &[u8],
+        observer: &mut dyn Observer,
+    ) -> Result<super::ChecksumReport, ClientError> {
+        let remote = self.cksm(algorithm, path, observer)?;
+        if !checksum::matches(&local, &remote) {
+            return Err(ClientError::ChecksumMismatch {
+                server: self.control.server(),
+                path: String::from_utf8_lossy(path).into_owned(),
+                algorithm,
+                local,
+                remote,
+            });
+        }
+        Ok(super::ChecksumReport {
+            algorithm: Some(algorithm),
+            local: Some(local),
+            remote: Some(remote),
+            verified: true,
+            note: None,
+        })
+    }
+
+    /// The error for a failed `RETR`, `STOR` or `CKSM` of `path`.
+    pub(crate) fn remote_error(
+        &self,
+        verb: &'static str,
+        path: &[u8],
+        reply: &Reply,
+    ) -> ClientError {
+        ClientError::RemoteFile {
+            server: self.control.server(),
+            verb,
+            path: String::from_utf8_lossy(path).into_owned(),
+            reply: reply.to_string(),
+        }
+    }
+
+    /// Says goodbye; the transfer is complete, so errors do not matter.
+    pub(crate) fn quit(mut self, observer: &mut dyn Observer) {
+        let _ = self.control.command(&Command::Quit, observer);
+    }
+}

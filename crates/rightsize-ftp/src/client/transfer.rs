@@ -1,0 +1,431 @@
+//! [`get`] and [`put`]: one file over one data connection, in the order
+//! the module `client` describes, with the bytes checksummed as they pass.
+//!
+//! Guarantees: the data connection has the idle timeout on every read and
+//! write; the completion reply is read after the data connection ends
+//! (a `226` already waiting is fine); a download is committed only after a
+//! positive completion, the full `SIZE`, and a matching checksum.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rightsize_core::checksum::{Algorithm, Checksum};
+use rightsize_core::ftp::{Command, Reply};
+use rightsize_core::url::FtpUrl;
+use rightsize_sys::socket::{Applied, BufferApplied};
+
+use super::control::{arg, is_timeout};
+use super::data::{self, DataMode};
+use super::error::ClientError;
+use super::local::{PartFile, Sink};
+use super::session::Session;
+use super::{ChecksumReport, Direction, Observer, Options, Output, Progress, Report};
+
+/// Bytes moved per read or write on the data connection.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// What `--verify` says when the server has no checksum.
+pub const NO_SERVER_CHECKSUM: &str = "not verified: the server offers no checksum";
+
+/// Downloads `url` to `output`; see the module documentation of `client`.
+pub fn get(
+    url: &FtpUrl,
+    output: &Output,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    let path = url.path();
+    let name = url.file_name().ok_or_else(|| ClientError::NoFileName {
+        url: url.to_string(),
+    })?;
+    // Created before connecting, so an unwritable directory fails fast.
+    let mut sink = match output {
+        Output::Stdout => Sink::Stdout(io::stdout()),
+        Output::File(target) => Sink::File(PartFile::create(&local_target(target, name))?),
+    };
+    let mut session = Session::open(url, options, observer)?;
+    let expected_bytes = session.size(path, observer)?;
+    let sbuf = match options.sbuf_bytes {
+        Some(bytes) => Some(session.sbuf(bytes, observer)?),
+        None => None,
+    };
+    let mut checksum = start_checksum(&session, options, observer);
+
+    let retr = Command::Retr(arg(path, "path")?);
+    let mut data = open_data(&mut session, &retr, path, options, observer)?;
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = match data.stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(data.io_error("read", e, bytes, options)),
+        };
+        let piece = &chunk[..n];
+        sink.write_all(piece)?;
+        if let Some(c) = checksum.as_mut() {
+            c.update(piece);
+        }
+        bytes += n as u64;
+        observer.progress(&Progress {
+            bytes,
+            elapsed: started.elapsed(),
+            expected_bytes,
+            socket: &data.stream,
+        });
+    }
+    let elapsed = started.elapsed();
+    let done = data.finish(&mut session, observer)?;
+    if let Some(size_bytes) = expected_bytes.filter(|&size| size != bytes) {
+        return Err(ClientError::ShortTransfer {
+            server: session.control.server(),
+            path: url.path_display(),
+            got_bytes: bytes,
+            size_bytes,
+        });
+    }
+    let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
+    let local_path = sink.commit()?;
+    let server = session.control.server();
+    session.quit(observer);
+    Ok(Report {
+        url: url.to_string(),
+        direction: Direction::Get,
+        local_path,
+        bytes,
+        elapsed,
+        server,
+        data_mode: done.mode,
+        data_peer: done.peer,
+        buffers_requested: options.buffers.clone(),
+        buffers_applied: done.applied,
+        sbuf,
+        tcp_info: done.tcp_info,
+        checksum,
+        expected_bytes,
+    })
+}
+
+/// Uploads the file at `local` to `url`; a URL ending in `/` gets the local
+/// file's name appended (as curl -T does). The server's `226` is success.
+pub fn put(
+    local: &Path,
+    url: &FtpUrl,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    let local_error = |op| {
+        move |source| ClientError::Local {
+            op,
+            path: local.to_path_buf(),
+            source,
+        }
+    };
+    let mut file = File::open(local).map_err(local_error("open"))?;
+    let metadata = file.metadata().map_err(local_error("stat"))?;
+    if metadata.is_dir() {
+        return Err(local_error("upload")(io::Error::from(
+            io::ErrorKind::IsADirectory,
+        )));
+    }
+    let expected_bytes = Some(metadata.len());
+    let path = remote_path(url, local);
+
+    let mut session = Session::open(url, options, observer)?;
+    let sbuf = match options.sbuf_bytes {
+        Some(bytes) => Some(session.sbuf(bytes, observer)?),
+        None => None,
+    };
+    let mut checksum = start_checksum(&session, options, observer);
+
+    let stor = Command::Stor(arg(&path, "path")?);
+    let mut data = open_data(&mut session, &stor, &path, options, observer)?;
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(local_error("read")(e)),
+        };
+        let piece = &chunk[..n];
+        if let Err(e) = data.stream.write_all(piece) {
+            return Err(data.io_error("write", e, bytes, options));
+        }
+        if let Some(c) = checksum.as_mut() {
+            c.update(piece);
+        }
+        bytes += n as u64;
+        observer.progress(&Progress {
+            bytes,
+            elapsed: started.elapsed(),
+            expected_bytes,
+            socket: &data.stream,
+        });
+    }
+    // End of file in stream mode is the close (RFC 959 3.4.1). Waiting for
+    // the server's close too means every byte was acknowledged, so the
+    // elapsed time and the final TCP_INFO cover the whole transfer.
+    if let Err(e) = data.stream.shutdown(Shutdown::Write) {
+        return Err(data.io_error("shutdown", e, bytes, options));
+    }
+    drain(&mut data.stream);
+    let elapsed = started.elapsed();
+    let done = data.finish(&mut session, observer)?;
+    let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
+    let server = session.control.server();
+    session.quit(observer);
+    Ok(Report {
+        url: url.to_string(),
+        direction: Direction::Put,
+        local_path: Some(local.to_path_buf()),
+        bytes,
+        elapsed,
+        server,
+        data_mode: done.mode,
+        data_peer: done.peer,
+        buffers_requested: options.buffers.clone(),
+        buffers_applied: done.applied,
+        sbuf,
+        tcp_info: done.tcp_info,
+        checksum,
+        expected_bytes,
+    })
+}
+
+/// `-o DIR` means the URL's file name inside `DIR`.
+fn local_target(output: &Path, name: &[u8]) -> PathBuf {
+    if output.is_dir() {
+        output.join(std::ffi::OsStr::from_bytes(name))
+    } else {
+        output.to_path_buf()
+    }
+}
+
+/// The URL's path, with the local file name appended when it ends in `/`.
+fn remote_path(url: &FtpUrl, local: &Path) -> Vec<u8> {
+    let mut path = url.path().to_vec();
+    if url.file_name().is_none() {
+        if let Some(name) = local.file_name() {
+            if !path.is_empty() && !path.ends_with(b"/") {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name.as_bytes());
+        }
+    }
+    path
+}
+
+/// Reads until the peer closes or the read timeout passes; what arrives is
+/// not data (the server has nothing to send on an upload).
+fn drain(stream: &mut TcpStream) {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match stream.read(&mut scratch) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The checksum to compute while moving the bytes, if `--verify` and the
+/// server offers one; warns when it does not.
+fn start_checksum<S>(
+    session: &Session<S>,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Option<Checksum> {
+    if !options.verify {
+        return None;
+    }
+    match session.features.checksum() {
+        Some(algorithm) => Some(Checksum::of(algorithm)),
+        None => {
+            observer.warning(NO_SERVER_CHECKSUM);
+            None
+        }
+    }
+}
+
+fn finish_checksum<S: Read + Write>(
+    session: &mut Session<S>,
+    checksum: Option<Checksum>,
+    path: &[u8],
+    verify: bool,
+    observer: &mut dyn Observer,
+) -> Result<Option<ChecksumReport>, ClientError> {
+    let Some(checksum) = checksum else {
+        return Ok(verify.then(unverified_report));
+    };
+    let algorithm: Algorithm = checksum.algorithm();
+    session
+        .verify(algorithm, checksum.finish(), path, observer)
+        .map(Some)
+}
+
+/// The `--verify` report when the server offered no checksum.
+fn unverified_report() -> ChecksumReport {
+    ChecksumReport {
+        algorithm: None,
+        local: None,
+        remote: None,
+        verified: false,
+        note: Some(NO_SERVER_CHECKSUM.to_owned()),
+    }
+}
+
+/// An open data connection of a `RETR` or `STOR`.
+#[derive(Debug)]
+struct DataConn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    mode: DataMode,
+    applied: Applied,
+    verb: &'static str,
+    path: String,
+    /// A completion reply the server sent instead of a preliminary one.
+    early_completion: Option<Reply>,
+}
+
+/// What is left of a data connection once it is closed.
+#[derive(Debug)]
+struct DataDone {
+    mode: DataMode,
+    peer: SocketAddr,
+    applied: Applied,
+    tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
+}
+
+/// Sets up the data connection, sends `command` (`RETR` or `STOR`), reads
+/// its `150`/`125` and makes the data connection usable.
+fn open_data(
+    session: &mut Session<TcpStream>,
+    command: &Command,
+    path: &[u8],
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<DataConn, ClientError> {
+    let plan = if options.active {
+        data::open_active(&mut session.control, &session.features, options, observer)?
+    } else {
+        data::open_passive(&mut session.control, options, observer)?
+    };
+    warn_clamps(&plan.applied, observer);
+    let verb = command.verb();
+    let reply = session.control.command(command, observer)?;
+    let early_completion = if reply.is_preliminary() {
+        None
+    } else if reply.is_completion() {
+        Some(reply)
+    } else {
+        return Err(session.remote_error(verb, path, &reply));
+    };
+    let server = session.control.server();
+    let (stream, peer) = plan
+        .pending
+        .establish(server, plan.mode, options.connect_timeout)?;
+    let timeouts = stream
+        .set_read_timeout(Some(options.idle_timeout))
+        .and_then(|()| stream.set_write_timeout(Some(options.idle_timeout)));
+    timeouts.map_err(|source| ClientError::DataIo {
+        op: "set the timeouts",
+        peer,
+        source,
+    })?;
+    Ok(DataConn {
+        stream,
+        peer,
+        mode: plan.mode,
+        applied: plan.applied,
+        verb,
+        path: String::from_utf8_lossy(path).into_owned(),
+        early_completion,
+    })
+}
+
+impl DataConn {
+    fn io_error(
+        &self,
+        op: &'static str,
+        e: io::Error,
+        bytes: u64,
+        options: &Options,
+    ) -> ClientError {
+        if is_timeout(&e) {
+            ClientError::DataTimeout {
+                peer: self.peer,
+                verb: self.verb,
+                path: self.path.clone(),
+                bytes,
+                timeout: options.idle_timeout,
+            }
+        } else {
+            ClientError::DataIo {
+                op,
+                peer: self.peer,
+                source: e,
+            }
+        }
+    }
+
+    /// Reads `TCP_INFO`, closes the data connection and reads the
+    /// completion reply; a negative one is the transfer's error.
+    fn finish<S: Read + Write>(
+        self,
+        session: &mut Session<S>,
+        observer: &mut dyn Observer,
+    ) -> Result<DataDone, ClientError> {
+        let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
+        drop(self.stream);
+        let reply = match self.early_completion {
+            Some(reply) => reply,
+            None => loop {
+                // Skip further 1yz replies (markers some servers send).
+                let reply = session.control.reply(self.verb, observer)?;
+                if !reply.is_preliminary() {
+                    break reply;
+                }
+            },
+        };
+        if !reply.is_completion() {
+            return Err(session.remote_error(self.verb, self.path.as_bytes(), &reply));
+        }
+        Ok(DataDone {
+            mode: self.mode,
+            peer: self.peer,
+            applied: self.applied,
+            tcp_info,
+        })
+    }
+}
+
+/// Warns about each buffer the kernel capped, with the command that lifts
+/// the cap.
+fn warn_clamps(applied: &Applied, observer: &mut dyn Observer) {
+    let buffers: [(&str, &Option<BufferApplied>); 2] = [
+        ("SO_RCVBUF", &applied.rcvbuf),
+        ("SO_SNDBUF", &applied.sndbuf),
+    ];
+    for (name, buffer) in buffers {
+        let Some(b) = buffer else { continue };
+        let Some(cause) = b.clamped_by else { continue };
+        let fix = b
+            .lift_command()
+            .map(|c| format!("; lift it with `{c}`"))
+            .unwrap_or_default();
+        observer.warning(&format!(
+            "{name}: asked for {} bytes, the kernel kept {} (capped by {cause}){fix}",
+            b.requested_bytes, b.applied_bytes
+        ));
+    }
+}

@@ -1,0 +1,266 @@
+//! `rightsize get` and `rightsize put`: their arguments, and the glue that
+//! turns them into `rightsize_ftp::client::Options`, runs the transfer and
+//! prints progress, interval lines and the summary (text or `--json`).
+//!
+//! Where output goes: the downloaded bytes with `-o -`, or the JSON summary
+//! with `--json`, own standard output; everything for people (interval
+//! lines, the text summary) then goes to standard error, and otherwise to
+//! standard output. Warnings and the progress bar always go to standard
+//! error; the bar only when it is a terminal.
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use rightsize_core::units::{self, Bytes, UnitError};
+use rightsize_core::url::FtpUrl;
+use rightsize_ftp::client::{
+    self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, Direction, Options, Output, Report,
+};
+use rightsize_sys::socket::BufferRequest;
+
+use crate::transfer_output::{Console, summary_json, summary_text};
+
+/// `rightsize get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The file to download: ftp://[user[:password]@]host[:port]/path. The path is relative to the
+    /// login directory; ftp://host//abs/path (or %2F) names an absolute one. Default login:
+    /// anonymous.
+    #[arg(value_name = "URL", value_parser = FtpUrl::parse)]
+    pub url: FtpUrl,
+
+    /// Where to write it: a file (replaced only once the whole file arrived and, with --verify,
+    /// matched), a directory, or - for standard output. Default: the URL's file name here.
+    #[arg(short, long, value_name = "FILE|-")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub common: TransferArgs,
+}
+
+/// `rightsize put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The local file to upload.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Where to store it: ftp://[user[:password]@]host[:port]/path; a URL ending in / gets FILE's
+    /// name.
+    #[arg(value_name = "URL", value_parser = FtpUrl::parse)]
+    pub url: FtpUrl,
+
+    #[command(flatten)]
+    pub common: TransferArgs,
+}
+
+/// Flags `get` and `put` share.
+#[derive(Debug, Args)]
+pub struct TransferArgs {
+    /// Active mode: the server connects to us (EPRT, or PORT if it lacks EPRT). Default: passive
+    /// (EPSV, then PASV if EPSV is refused).
+    #[arg(long)]
+    pub active: bool,
+
+    /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
+    /// ADLER32). A mismatch fails and keeps the download from its name; a server without CKSM is
+    /// reported as "not verified".
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Print a line every interval, like iperf3: bytes, rate, retransmits and RTT of the data
+    /// connection. Seconds (1, 0.5) or a duration (500ms).
+    #[arg(short = 'i', long, value_name = "SECONDS", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+
+    /// Print one JSON summary on standard output at the end (schema in README.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print the FTP commands and replies on standard error (password hidden).
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// SO_RCVBUF of the data socket, set before its handshake (the kernel doubles it and caps it
+    /// at net.core.rmem_max; it turns receive autotuning off). 64K, 16MiB, 65536. Default: the
+    /// kernel's autotuning. For a download, at least the path's BDP (rightsize advise).
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub rcvbuf: Option<Bytes>,
+
+    /// SO_SNDBUF of the data socket, set before its handshake (capped at net.core.wmem_max; turns
+    /// send autotuning off). Default: the kernel's autotuning.
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub sndbuf: Option<Bytes>,
+
+    /// TCP_WINDOW_CLAMP of the data socket: the largest receive window to advertise. Set before
+    /// the handshake it also lowers the window scale.
+    #[arg(long, value_name = "SIZE", value_parser = parse_window_clamp)]
+    pub window_clamp: Option<u32>,
+
+    /// TCP congestion control of the data socket: cubic, reno, bbr (see
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control).
+    #[arg(long, value_name = "NAME")]
+    pub congestion: Option<String>,
+
+    /// Ask the server to use this TCP buffer on its data socket (GridFTP SBUF); sent only to
+    /// servers that offer it (FEAT SBUF, or a GridFTP server).
+    #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
+    pub sbuf: Option<Bytes>,
+
+    /// Limit for each connect, and for the server to connect back with --active.
+    #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_CONNECT_TIMEOUT))]
+    pub connect_timeout: Limit,
+
+    /// Limit for each wait for a reply or for data to move.
+    #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_IDLE_TIMEOUT))]
+    pub timeout: Limit,
+}
+
+/// A positive duration flag, printed in its canonical form (`10s`) so its
+/// default in `--help` comes from the library's constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit(pub Duration);
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&units::format_duration(self.0))
+    }
+}
+
+impl FromStr for Limit {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Limit, UnitError> {
+        units::parse_positive_duration(s).map(Limit)
+    }
+}
+
+/// `-i`: a bare number is seconds (as in iperf3), else a duration.
+fn parse_interval(input: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = input.trim().parse::<f64>() {
+        if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
+            return Ok(Duration::from_secs_f64(seconds));
+        }
+        return Err(format!(
+            "interval \"{input}\" must be a positive number of seconds up to 86400, like 1 or 0.5"
+        ));
+    }
+    units::parse_positive_duration(input).map_err(|e| e.to_string())
+}
+
+/// `--window-clamp`: a size that fits the kernel's 32-bit option.
+fn parse_window_clamp(input: &str) -> Result<u32, String> {
+    let bytes = Bytes::parse_positive(input).map_err(|e| e.to_string())?;
+    u32::try_from(bytes.get()).map_err(|_| {
+        format!(
+            "window clamp \"{input}\" is above the kernel's limit of {} bytes; give a size such as 16MiB",
+            u32::MAX
+        )
+    })
+}
+
+impl TransferArgs {
+    fn options(&self) -> Options {
+        Options {
+            buffers: BufferRequest {
+                rcvbuf: self.rcvbuf.map(Bytes::get),
+                sndbuf: self.sndbuf.map(Bytes::get),
+                window_clamp: self.window_clamp,
+                congestion: self.congestion.clone(),
+                force: false,
+            },
+            sbuf_bytes: self.sbuf.map(Bytes::get),
+            active: self.active,
+            verify: self.verify,
+            connect_timeout: self.connect_timeout.0,
+            idle_timeout: self.timeout.0,
+        }
+    }
+}
+
+pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
+    let output = match args.output.as_deref() {
+        Some(p) if p.as_os_str() == "-" => Output::Stdout,
+        Some(p) => Output::File(p.to_path_buf()),
+        None => match args.url.file_name() {
+            Some(name) => Output::File(PathBuf::from(String::from_utf8_lossy(name).into_owned())),
+            None => {
+                eprintln!(
+                    "error: the URL {} names no file; give the remote file's path, or -o FILE",
+                    args.url
+                );
+                return Ok(ExitCode::from(2));
+            }
+        },
+    };
+    let data_on_stdout = output == Output::Stdout;
+    if data_on_stdout && args.common.json {
+        eprintln!("error: -o - and --json both want standard output; write the file with -o FILE");
+        return Ok(ExitCode::from(2));
+    }
+    let mut console = Console::new(&args.common, Direction::Get, data_on_stdout);
+    let result = client::get(&args.url, &output, &args.common.options(), &mut console);
+    finish(console, result, &args.common)
+}
+
+pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    let mut console = Console::new(&args.common, Direction::Put, false);
+    let result = client::put(&args.file, &args.url, &args.common.options(), &mut console);
+    finish(console, result, &args.common)
+}
+
+fn finish(
+    mut console: Console,
+    result: Result<Report, client::ClientError>,
+    args: &TransferArgs,
+) -> anyhow::Result<ExitCode> {
+    console.clear_bar();
+    let report = result?;
+    console.final_interval(&report);
+    if args.json {
+        let json = serde_json::to_string_pretty(&summary_json(&report))?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{json}").context("write the JSON summary to standard output")?;
+    } else {
+        console.say(&summary_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_takes_seconds_or_a_duration() {
+        assert_eq!(parse_interval("1"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_interval("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("-1").is_err());
+        assert!(parse_interval("soon").unwrap_err().contains("\"soon\""));
+    }
+
+    #[test]
+    fn window_clamp_must_fit_32_bits() {
+        assert_eq!(parse_window_clamp("64K"), Ok(65_536));
+        let err = parse_window_clamp("8GiB").unwrap_err();
+        assert!(err.contains("\"8GiB\""), "{err}");
+    }
+
+    #[test]
+    fn limits_print_as_they_parse() {
+        assert_eq!(Limit(DEFAULT_CONNECT_TIMEOUT).to_string(), "10s");
+        assert_eq!(
+            "1.5s".parse::<Limit>(),
+            Ok(Limit(Duration::from_millis(1500)))
+        );
+        assert!("0s".parse::<Limit>().is_err());
+    }
+}

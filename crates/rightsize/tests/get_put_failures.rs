@@ -1,0 +1,321 @@
+//! How `rightsize get`/`put` fail: bad input (exit 2), an unreachable
+//! server, servers that stall, cut a transfer short, fail after sending
+//! data or send a wrong checksum (a scripted server on 127.0.0.1), and a
+//! full disk (a 1 MiB tmpfs; needs root, as CI runs). Each must end with
+//! one line on stderr, a non-zero exit, within the timeout, and nothing
+//! new under the requested name.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const PAYLOAD_BYTES: usize = 1 << 20;
+
+/// What the scripted server does wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trouble {
+    /// Accepts the connection and never greets.
+    Silent,
+    /// Sends half the file, then nothing, keeping both connections open.
+    Stall,
+    /// `SIZE` says twice what `RETR` sends, then `226`.
+    Short,
+    /// Sends half the file, closes, then `451`.
+    FailAfterData,
+    /// Offers `CKSM MD5`, sends the file, answers a wrong sum.
+    WrongChecksum,
+}
+
+/// Starts a one-connection scripted server; returns its port.
+fn scripted(trouble: Trouble) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Ok((control, _)) = listener.accept() {
+            let _ = serve(control, trouble);
+        }
+    });
+    port
+}
+
+fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
+    control.set_read_timeout(Some(Duration::from_secs(30)))?;
+    if trouble == Trouble::Silent {
+        // Until the client gives up and closes.
+        let _ = control.read(&mut [0u8; 64])?;
+        return Ok(());
+    }
+    let payload = random_bytes(PAYLOAD_BYTES, 99);
+    let mut lines = BufReader::new(control.try_clone()?);
+    let mut send = |text: &str| control.write_all(format!("{text}\r\n").as_bytes());
+    send("220 scripted server ready")?;
+    let mut passive: Option<TcpListener> = None;
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let verb = line
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
+        match verb.as_str() {
+            "USER" => send("331 Send the password.")?,
+            "PASS" => send("230 Logged in.")?,
+            "FEAT" if trouble == Trouble::WrongChecksum => {
+                send("211-Features:\r\n CKSM MD5\r\n SIZE\r\n211 End")?
+            }
+            "FEAT" => send("211-Features:\r\n SIZE\r\n211 End")?,
+            "TYPE" => send("200 Binary.")?,
+            "SIZE" if trouble == Trouble::Short => send(&format!("213 {}", 2 * PAYLOAD_BYTES))?,
+            "SIZE" => send(&format!("213 {PAYLOAD_BYTES}"))?,
+            "EPSV" => {
+                let listener = TcpListener::bind("127.0.0.1:0")?;
+                let port = listener.local_addr()?.port();
+                passive = Some(listener);
+                send(&format!("229 Entering Extended Passive Mode (|||{port}|)"))?;
+            }
+            "RETR" => {
+                let Some(listener) = passive.take() else {
+                    send("425 Use EPSV first.")?;
+                    continue;
+                };
+                send("150 Here it comes.")?;
+                let (mut data, _) = listener.accept()?;
+                match trouble {
+                    Trouble::Stall => {
+                        data.write_all(&payload[..PAYLOAD_BYTES / 2])?;
+                        // Hold both connections until the client closes.
+                        let _ = lines.read_line(&mut String::new());
+                        return Ok(());
+                    }
+                    Trouble::FailAfterData => {
+                        data.write_all(&payload[..PAYLOAD_BYTES / 2])?;
+                        drop(data);
+                        send("451 Local error in processing.")?;
+                    }
+                    _ => {
+                        data.write_all(&payload)?;
+                        drop(data);
+                        send("226 Transfer complete.")?;
+                    }
+                }
+            }
+            "CKSM" => send("213 0123456789abcdef0123456789abcdef")?,
+            "QUIT" => {
+                send("221 Bye.")?;
+                return Ok(());
+            }
+            _ => send("502 Not implemented.")?,
+        }
+    }
+}
+
+/// An output directory holding `f.bin` with known old content.
+fn out_dir_with_old_file() -> (tempfile::TempDir, PathBuf) {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    std::fs::write(&target, b"old content").unwrap();
+    (out, target)
+}
+
+/// Nothing but the old `f.bin`, unchanged, is in `dir`.
+fn assert_untouched(dir: &Path, target: &Path) {
+    assert_eq!(names_in(dir), ["f.bin"], "a temporary file was left");
+    assert_eq!(std::fs::read(target).unwrap(), b"old content");
+}
+
+fn get_from(port: u16, target: &Path, extra: &[&str]) -> (std::process::Output, Duration) {
+    let url = format!("ftp://127.0.0.1:{port}/f.bin");
+    let mut args = vec!["get", &url, "-o", target.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let started = Instant::now();
+    let output = rightsize(&args);
+    (output, started.elapsed())
+}
+
+fn one_error_line(output: &std::process::Output) -> String {
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let lines = stderr_lines(output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    lines[0].clone()
+}
+
+#[test]
+fn a_bad_url_or_size_is_a_usage_error_on_one_line() {
+    let output = rightsize(&["get", "http://x"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr_lines(&output),
+        [
+            "error: invalid URL \"http://x\": only ftp:// URLs are accepted, like ftp://[user[:password]@]host[:port]/path"
+        ]
+    );
+    let output = rightsize(&["put", "f", "ftp://bob:pw@h:99999/x"]);
+    assert_eq!(output.status.code(), Some(2));
+    let lines = stderr_lines(&output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("port \"99999\""), "{lines:?}");
+    assert!(!lines[0].contains(":pw@"), "the password leaked: {lines:?}");
+    let output = rightsize(&["get", "ftp://h/f", "--rcvbuf", "12 parsecs"]);
+    assert_eq!(output.status.code(), Some(2));
+    let lines = stderr_lines(&output);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("\"12 parsecs\""), "{lines:?}");
+    let output = rightsize(&["get", "ftp://127.0.0.1/dir/"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_lines(&output)[0].contains("names no file"));
+}
+
+#[test]
+fn a_closed_port_fails_at_once_with_one_line() {
+    let port = closed_port();
+    let (out, target) = out_dir_with_old_file();
+    let (output, elapsed) = get_from(port, &target, &[]);
+    let line = one_error_line(&output);
+    assert!(
+        line.starts_with(&format!(
+            "rightsize: connect to FTP server 127.0.0.1:{port}: "
+        )) && line.ends_with("Connection refused (os error 111)"),
+        "{line}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn a_server_that_never_greets_times_out() {
+    let port = scripted(Trouble::Silent);
+    let (out, target) = out_dir_with_old_file();
+    let (output, elapsed) = get_from(port, &target, &["--timeout", "1s"]);
+    let line = one_error_line(&output);
+    assert_eq!(
+        line,
+        format!("rightsize: 127.0.0.1:{port} sent no reply to the greeting within 1s")
+    );
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn a_stalled_transfer_times_out_and_leaves_no_partial_file() {
+    let port = scripted(Trouble::Stall);
+    let (out, target) = out_dir_with_old_file();
+    let (output, elapsed) = get_from(port, &target, &["--timeout", "1s"]);
+    let line = one_error_line(&output);
+    assert!(
+        line.contains("idle for 1s during RETR \"f.bin\" after 524288 bytes"),
+        "{line}"
+    );
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn fewer_bytes_than_size_said_is_an_error() {
+    let port = scripted(Trouble::Short);
+    let (out, target) = out_dir_with_old_file();
+    let (output, _) = get_from(port, &target, &[]);
+    let line = one_error_line(&output);
+    assert!(
+        line.ends_with("RETR \"f.bin\" ended after 1048576 bytes, but SIZE said 2097152"),
+        "{line}"
+    );
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn a_failure_reply_after_the_data_keeps_the_old_file() {
+    let port = scripted(Trouble::FailAfterData);
+    let (out, target) = out_dir_with_old_file();
+    let (output, _) = get_from(port, &target, &[]);
+    let line = one_error_line(&output);
+    assert_eq!(
+        line,
+        format!(
+            "rightsize: 127.0.0.1:{port}: RETR \"f.bin\" failed: 451 Local error in processing."
+        )
+    );
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn a_checksum_mismatch_keeps_the_download_from_its_name() {
+    let port = scripted(Trouble::WrongChecksum);
+    let (out, target) = out_dir_with_old_file();
+    let (output, _) = get_from(port, &target, &["--verify"]);
+    let line = one_error_line(&output);
+    assert!(
+        line.contains("checksum mismatch for \"f.bin\": MD5 here ")
+            && line.ends_with("0123456789abcdef0123456789abcdef"),
+        "{line}"
+    );
+    assert_untouched(out.path(), &target);
+}
+
+#[test]
+fn uploading_a_missing_local_file_names_it() {
+    let output = rightsize(&["put", "/nonexistent/f.bin", "ftp://127.0.0.1:1/f.bin"]);
+    let line = one_error_line(&output);
+    assert_eq!(
+        line,
+        "rightsize: open /nonexistent/f.bin: No such file or directory (os error 2)"
+    );
+}
+
+/// A small tmpfs, unmounted on drop.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "mounting a tmpfs for the full-disk test needs root (CI runs as root): {status}"
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_one_line_and_leaves_nothing() {
+    let server = pyftpdlib();
+    let data = random_bytes(4 << 20, 11);
+    write_public(&files_dir(&server).join("f.bin"), &data);
+    let disk = Tmpfs::new("1m");
+    let target = disk.0.path().join("f.bin");
+    let output = rightsize(&["get", &server.url("/f.bin"), "-o", target.to_str().unwrap()]);
+    let line = one_error_line(&output);
+    assert!(
+        line.starts_with(&format!(
+            "rightsize: write {}/.f.bin.rightsize-part-",
+            disk.0.path().display()
+        )) && line.ends_with("No space left on device (os error 28)"),
+        "{line}"
+    );
+    assert!(
+        names_in(disk.0.path()).is_empty(),
+        "{:?}",
+        names_in(disk.0.path())
+    );
+}

@@ -1,0 +1,383 @@
+//! `rightsize get` and `rightsize put` against real servers on 127.0.0.1:
+//! pyftpdlib 1.5.7, vsftpd 3.0.3 and globus-gridftp-server 13.24 (Debian
+//! packages installed by scripts/setup). Every transfer's bytes are
+//! compared with the original; failures must leave nothing under the
+//! requested name. Needs root for vsftpd and globus (as CI runs).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use support::*;
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn pyftpdlib_get_64_mib_with_a_receive_buffer() {
+    let server = pyftpdlib();
+    let data = random_bytes(64 * MIB, 1);
+    write_public(&files_dir(&server).join("big.bin"), &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("big.bin");
+
+    let output = rightsize(&[
+        "get",
+        &server.url("/big.bin"),
+        "-o",
+        target.to_str().unwrap(),
+        "--rcvbuf",
+        "4MiB",
+        "--congestion",
+        "reno",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "downloaded bytes differ");
+    assert_eq!(
+        names_in(out.path()),
+        ["big.bin"],
+        "a temporary file was left"
+    );
+
+    let json = json(&output);
+    assert_eq!(json["direction"], "get");
+    assert_eq!(json["bytes"], 64 * MIB);
+    assert_eq!(json["expected_bytes"], 64 * MIB);
+    assert_eq!(json["data_mode"], "EPSV");
+    let rcvbuf = &json["client_buffers"]["applied"]["rcvbuf"];
+    assert_eq!(rcvbuf["requested_bytes"], 4 * MIB);
+    // Doubled by the kernel, or capped at rmem_max and reported so.
+    assert!(
+        rcvbuf["applied_bytes"] == 8 * MIB || rcvbuf["clamped_by"].is_string(),
+        "{rcvbuf}"
+    );
+    let congestion = &json["client_buffers"]["applied"]["congestion"];
+    assert_eq!(congestion["applied"], "reno", "{congestion}");
+    assert!(json["server_buffers"].is_null());
+    assert!(json["retransmits"].is_u64(), "{json}");
+    assert!(json["goodput_bps"].as_f64().unwrap() > 0.0);
+    assert!(json["checksum"].is_null());
+}
+
+#[test]
+fn pyftpdlib_put_then_get_back_in_active_mode() {
+    let server = pyftpdlib();
+    let data = random_bytes(3 * MIB + 17, 2);
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("up.bin");
+    write_public(&source, &data);
+
+    let output = rightsize(&["put", source.to_str().unwrap(), &server.url("/up.bin")]);
+    assert_success(&output, Some(&server));
+    assert!(
+        same_bytes(&files_dir(&server).join("up.bin"), &data),
+        "uploaded bytes differ"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("3,145,745 bytes"), "{text}");
+
+    let back = local.path().join("back.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/up.bin"),
+        "-o",
+        back.to_str().unwrap(),
+        "--active",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&back, &data));
+    assert_eq!(json(&output)["data_mode"], "EPRT");
+}
+
+#[test]
+fn pyftpdlib_verify_without_a_server_checksum_says_not_verified() {
+    let server = pyftpdlib();
+    let data = random_bytes(MIB, 3);
+    write_public(&files_dir(&server).join("f.bin"), &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/f.bin"),
+        "-o",
+        target.to_str().unwrap(),
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data));
+    let stderr = stderr_lines(&output);
+    assert_eq!(
+        stderr,
+        ["rightsize: warning: not verified: the server offers no checksum"]
+    );
+    let checksum = &json(&output)["checksum"];
+    assert_eq!(checksum["verified"], false);
+    assert_eq!(
+        checksum["note"],
+        "not verified: the server offers no checksum"
+    );
+}
+
+#[test]
+fn pyftpdlib_missing_file_is_550_and_leaves_no_file() {
+    let server = pyftpdlib();
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("nope.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/nope.bin"),
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_lines(&output);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert_eq!(
+        stderr[0],
+        format!(
+            "rightsize: 127.0.0.1:{}: RETR \"nope.bin\" failed: 550 No such file or directory.",
+            server.port
+        )
+    );
+    assert!(
+        names_in(out.path()).is_empty(),
+        "{:?}",
+        names_in(out.path())
+    );
+}
+
+#[test]
+fn pyftpdlib_login_with_a_percent_encoded_password_and_a_wrong_one() {
+    let server = pyftpdlib_with_user("alice", "s3cr@t:x");
+    let data = random_bytes(MIB / 2, 4);
+    write_public(&files_dir(&server).join("f.bin"), &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+
+    let good = format!("ftp://alice:s3cr%40t%3Ax@127.0.0.1:{}/f.bin", server.port);
+    let output = rightsize(&["get", &good, "-o", target.to_str().unwrap(), "--json"]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data));
+    let json = json(&output);
+    assert_eq!(
+        json["url"],
+        format!("ftp://alice@127.0.0.1:{}/f.bin", server.port)
+    );
+    assert!(
+        !json.to_string().contains("s3cr"),
+        "the password leaked: {json}"
+    );
+    std::fs::remove_file(&target).unwrap();
+
+    let bad = format!("ftp://alice:wrong-pw@127.0.0.1:{}/f.bin", server.port);
+    let output = rightsize(&["get", &bad, "-o", target.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_lines(&output);
+    assert_eq!(
+        stderr,
+        [format!(
+            "rightsize: 127.0.0.1:{} refused the login as \"alice\": 530 Authentication failed.",
+            server.port
+        )]
+    );
+    assert!(names_in(out.path()).is_empty());
+}
+
+#[test]
+fn pyftpdlib_over_ipv6_passive_and_active() {
+    let server = pyftpdlib_v6();
+    let data = random_bytes(2 * MIB, 12);
+    write_public(&files_dir(&server).join("f.bin"), &data);
+    let local = tempfile::tempdir().unwrap();
+    for (mode, extra) in [("EPSV", None), ("EPRT", Some("--active"))] {
+        let target = local.path().join(format!("{mode}.bin"));
+        let mut args = vec!["get", "", "-o", target.to_str().unwrap(), "--json"];
+        let url = server.url("/f.bin");
+        assert!(url.starts_with("ftp://[::1]:"), "{url}");
+        args[1] = &url;
+        args.extend(extra);
+        let output = rightsize(&args);
+        assert_success(&output, Some(&server));
+        assert!(same_bytes(&target, &data), "{mode}");
+        let json = json(&output);
+        assert_eq!(json["data_mode"], mode);
+        assert!(
+            json["data_peer"].as_str().unwrap().starts_with("[::1]:"),
+            "{json}"
+        );
+    }
+    let source = local.path().join("EPSV.bin");
+    let output = rightsize(&["put", source.to_str().unwrap(), &server.url("/back.bin")]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&files_dir(&server).join("back.bin"), &data));
+}
+
+#[test]
+fn vsftpd_get_64_mib() {
+    let server = vsftpd();
+    let data = random_bytes(64 * MIB, 5);
+    write_public(&files_dir(&server).join("big.bin"), &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("copy.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/big.bin"),
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "downloaded bytes differ");
+    assert_eq!(names_in(out.path()), ["copy.bin"]);
+}
+
+#[test]
+fn vsftpd_put_into_the_upload_dir_get_active_and_to_stdout() {
+    let server = vsftpd();
+    let data = random_bytes(4 * MIB, 6);
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("x.bin");
+    write_public(&source, &data);
+
+    // A URL ending in / gets the local file's name, as with curl -T.
+    let output = rightsize(&[
+        "put",
+        source.to_str().unwrap(),
+        &server.url("/up/"),
+        "-i",
+        "10",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&files_dir(&server).join("up/x.bin"), &data));
+    // With -i, an iperf3-style line for the last (here the only) interval.
+    let text = String::from_utf8_lossy(&output.stdout);
+    let interval = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        interval.starts_with("[  0.00-")
+            && interval.contains(" MBytes ")
+            && interval.contains("bits/sec"),
+        "{text}"
+    );
+
+    let back = local.path().join("back.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/up/x.bin"),
+        "-o",
+        back.to_str().unwrap(),
+        "--active",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&back, &data));
+    assert_eq!(json(&output)["data_mode"], "EPRT");
+
+    let output = rightsize(&["get", &server.url("/up/x.bin"), "-o", "-"]);
+    assert_success(&output, Some(&server));
+    assert!(output.stdout == data, "stdout differs from the file");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("4,194,304 bytes"),
+        "the summary goes to stderr: {stderr}"
+    );
+
+    let output = rightsize(&[
+        "get",
+        &server.url("/missing.bin"),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_lines(&output);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].ends_with("550 Failed to open file."),
+        "{stderr:?}"
+    );
+    // The earlier download is still there, untouched.
+    assert!(same_bytes(&back, &data));
+}
+
+#[test]
+fn globus_get_64_mib_verified_with_sbuf() {
+    let server = globus();
+    let data = random_bytes(64 * MIB, 7);
+    let remote = files_dir(&server).join("big.bin");
+    write_public(&remote, &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("big.bin");
+    // Absolute path, globus-url-copy style.
+    let url = server.url(&format!("/{}", remote.display()));
+    let output = rightsize(&[
+        "get",
+        &url,
+        "-o",
+        target.to_str().unwrap(),
+        "--verify",
+        "--sbuf",
+        "1MiB",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "downloaded bytes differ");
+    let json = json(&output);
+    let checksum = &json["checksum"];
+    assert_eq!(checksum["algorithm"], "SHA256");
+    assert_eq!(checksum["verified"], true);
+    assert_eq!(checksum["local"], checksum["remote"]);
+    assert_eq!(json["sbuf"]["accepted"], true, "{}", json["sbuf"]);
+    assert_eq!(json["sbuf"]["requested_bytes"], MIB);
+}
+
+#[test]
+fn globus_put_verified_and_get_back_with_port() {
+    let server = globus();
+    let data = random_bytes(4 * MIB + 3, 8);
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("up.bin");
+    write_public(&source, &data);
+    let remote = files_dir(&server).join("up.bin");
+    let url = server.url(&format!("/{}", remote.display()));
+
+    let output = rightsize(&["put", source.to_str().unwrap(), &url, "--verify", "--json"]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&remote, &data), "uploaded bytes differ");
+    assert_eq!(json(&output)["checksum"]["verified"], true);
+
+    // Globus lists no EPRT in FEAT, so active mode uses PORT.
+    let back = local.path().join("back.bin");
+    let output = rightsize(&[
+        "get",
+        &url,
+        "-o",
+        back.to_str().unwrap(),
+        "--active",
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&back, &data));
+    let json = json(&output);
+    assert_eq!(json["data_mode"], "PORT");
+    assert_eq!(json["checksum"]["verified"], true);
+}
+
+#[test]
+fn globus_answers_a_missing_file_with_500_not_550() {
+    let server = globus();
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    let missing = files_dir(&server).join("missing.bin");
+    let url = server.url(&format!("/{}", missing.display()));
+    let output = rightsize(&["get", &url, "-o", target.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_lines(&output);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].contains(&format!("RETR \"{}\" failed: 500 ", missing.display()))
+            && stderr[0].contains("No such file or directory"),
+        "{stderr:?}"
+    );
+    assert!(names_in(out.path()).is_empty());
+}

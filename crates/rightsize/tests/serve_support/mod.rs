@@ -1,0 +1,192 @@
+//! Test support: a `rightsize serve` process that stops when dropped, and a
+//! raw FTP control client that sends exactly what a test says.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rightsize_core::ftp::addr::find_epsv_port;
+use rightsize_core::ftp::{Reply, ReplyParser};
+
+/// How long a test waits for any one reply.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `rightsize serve`; killed on drop.
+pub struct Serve {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Serve {
+    /// Serves `root` on 127.0.0.1 on a free port, with `extra` flags.
+    pub fn start(root: &Path, extra: &[&str]) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["serve", "--listen", "127.0.0.1:0", "-q", "--root"])
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let addr = line
+            .split("ftp://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in the serve banner {line:?}"));
+        Serve { child, addr }
+    }
+
+    /// The server is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// ftp://127.0.0.1:PORT
+    pub fn url(&self, path: &str) -> String {
+        format!("ftp://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A control connection under the test's full control.
+pub struct Control {
+    pub stream: TcpStream,
+    parser: ReplyParser,
+    pending: VecDeque<u8>,
+}
+
+impl Control {
+    /// Connects and returns the connection with its greeting unread.
+    pub fn connect_raw(addr: SocketAddr) -> Control {
+        Self::wrap(TcpStream::connect(addr).unwrap())
+    }
+
+    /// Connects from a chosen local address (any 127.0.0.0/8 one works on
+    /// loopback) and returns it with the greeting unread.
+    pub fn connect_raw_from(local: IpAddr, addr: SocketAddr) -> Control {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.bind(&SocketAddr::new(local, 0).into()).unwrap();
+        socket.connect(&addr.into()).unwrap();
+        Self::wrap(socket.into())
+    }
+
+    fn wrap(stream: TcpStream) -> Control {
+        stream.set_read_timeout(Some(REPLY_TIMEOUT)).unwrap();
+        Control {
+            stream,
+            parser: ReplyParser::new(),
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Connects and reads the 220.
+    pub fn connect(addr: SocketAddr) -> Control {
+        let mut c = Self::connect_raw(addr);
+        assert_eq!(c.reply().code(), 220);
+        c
+    }
+
+    /// Connects and logs in anonymously.
+    pub fn anonymous(addr: SocketAddr) -> Control {
+        let mut c = Self::connect(addr);
+        assert_eq!(c.cmd("USER anonymous").code(), 331);
+        assert_eq!(c.cmd("PASS test@").code(), 230);
+        c
+    }
+
+    /// Sends raw bytes.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// Sends one command line.
+    pub fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\r\n").as_bytes());
+    }
+
+    /// The next reply; panics on timeout or a closed connection.
+    pub fn reply(&mut self) -> Reply {
+        self.try_reply().unwrap_or_else(|| panic!("no reply"))
+    }
+
+    /// The next reply, or `None` once the server closed the connection.
+    pub fn try_reply(&mut self) -> Option<Reply> {
+        loop {
+            if !self.pending.is_empty() {
+                let bytes: Vec<u8> = self.pending.drain(..).collect();
+                let step = self.parser.push(&bytes);
+                self.pending.extend(&bytes[step.consumed..]);
+                if let Some(reply) = step.output {
+                    return Some(reply.unwrap());
+                }
+            }
+            let mut buf = [0u8; 4096];
+            match self.stream.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => self.pending.extend(&buf[..n]),
+                Err(e) => panic!("reading a reply: {e}"),
+            }
+        }
+    }
+
+    /// Sends a command and reads its reply.
+    pub fn cmd(&mut self, line: &str) -> Reply {
+        self.send(line);
+        self.reply()
+    }
+
+    /// Whether the server has closed the connection (after the replies read).
+    pub fn is_closed(&mut self) -> bool {
+        self.try_reply().is_none()
+    }
+
+    /// EPSV, and the data address to connect to.
+    pub fn epsv(&mut self) -> SocketAddr {
+        let reply = self.cmd("EPSV");
+        assert_eq!(reply.code(), 229, "{reply:?}");
+        let port = find_epsv_port(&reply.text()).unwrap();
+        SocketAddr::new(self.stream.peer_addr().unwrap().ip(), port)
+    }
+
+    /// Downloads `path` over EPSV and returns the bytes and the final reply.
+    pub fn retr(&mut self, path: &str) -> (Vec<u8>, Reply) {
+        let data_addr = self.epsv();
+        let mut data = TcpStream::connect(data_addr).unwrap();
+        let start = self.cmd(&format!("RETR {path}"));
+        if start.code() != 150 {
+            return (Vec::new(), start);
+        }
+        let mut bytes = Vec::new();
+        data.read_to_end(&mut bytes).unwrap();
+        (bytes, self.reply())
+    }
+}
+
+/// A file of `len` pseudo-random bytes (xorshift, so no two tests share
+/// content by accident).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
