@@ -190,3 +190,41 @@ pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// Writes a password file at `path` with `user` (read-write unless
+/// `read_only`) through `rightsize passwd`, the password on stdin.
+pub fn add_user(path: &Path, user: &str, password: &str, read_only: bool) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rightsize"));
+    cmd.arg("passwd").arg(path).arg(user);
+    if read_only {
+        cmd.arg("--read-only");
+    }
+    let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    assert!(child.wait().unwrap().success(), "rightsize passwd failed");
+}
+
+impl Control {
+    /// Connects and logs in as `user`.
+    pub fn login(addr: SocketAddr, user: &str, password: &str) -> Control {
+        let mut c = Self::connect(addr);
+        assert_eq!(c.cmd(&format!("USER {user}")).code(), 331);
+        let reply = c.cmd(&format!("PASS {password}"));
+        assert_eq!(reply.code(), 230, "{reply:?}");
+        c
+    }
+
+    /// Uploads `bytes` with `command` (STOR/APPE path) over EPSV; returns
+    /// the final reply.
+    pub fn store(&mut self, command: &str, bytes: &[u8]) -> Reply {
+        let data_addr = self.epsv();
+        let mut data = TcpStream::connect(data_addr).unwrap();
+        let start = self.cmd(command);
+        if start.code() != 150 {
+            return start;
+        }
+        data.write_all(bytes).unwrap();
+        drop(data);
+        self.reply()
+    }
+}

@@ -1,0 +1,160 @@
+//! Uploads and restarts against `rightsize serve` from a raw client: REST
+//! for downloads and uploads, APPE, atomic STOR (an interrupted upload never
+//! appears under its final name), write permission, and the same USER reply
+//! for known and unknown users.
+#![allow(clippy::unwrap_used)]
+
+mod serve_support;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serve_support::{Control, Serve, add_user, random_bytes};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    serve: Serve,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("pub")).unwrap();
+        std::fs::write(root.join("pub/ten.txt"), b"0123456789").unwrap();
+        let users = dir.path().join("users");
+        add_user(&users, "alice", "pw-alice", false);
+        add_user(&users, "bob", "pw-bob", true);
+        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+        Fixture { dir, serve }
+    }
+
+    fn file(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join("root").join(rel)
+    }
+
+    /// Names in `pub/`, temporary files included.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.file("pub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+#[test]
+fn rest_restarts_a_download_at_an_offset() {
+    let f = Fixture::new();
+    let mut c = Control::anonymous(f.serve.addr);
+    assert_eq!(c.cmd("TYPE I").code(), 200);
+    assert_eq!(c.cmd("REST 4").code(), 350);
+    let (bytes, reply) = c.retr("pub/ten.txt");
+    assert_eq!((bytes.as_slice(), reply.code()), (&b"456789"[..], 226));
+    // REST applies to one transfer only.
+    let (bytes, _) = c.retr("pub/ten.txt");
+    assert_eq!(bytes, b"0123456789");
+    assert_eq!(c.cmd("REST 3").code(), 350);
+    let (bytes, _) = c.retr("/.rightsize/zero/10");
+    assert_eq!(bytes, [0u8; 7]);
+}
+
+#[test]
+fn stor_rest_and_appe_upload_at_an_offset() {
+    let f = Fixture::new();
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    let content = random_bytes(3 << 20, 11);
+    assert_eq!(c.store("STOR pub/up.bin", &content[..1 << 20]).code(), 226);
+    assert_eq!(c.cmd("SIZE pub/up.bin").text(), (1u32 << 20).to_string());
+    assert_eq!(c.cmd(&format!("REST {}", 1 << 20)).code(), 350);
+    assert_eq!(c.store("STOR pub/up.bin", &content[1 << 20..2 << 20]).code(), 226);
+    assert_eq!(c.store("APPE pub/up.bin", &content[2 << 20..]).code(), 226);
+    assert_eq!(std::fs::read(f.file("pub/up.bin")).unwrap(), content);
+    // A restart beyond the end of the file is refused, the file untouched.
+    assert_eq!(c.cmd("REST 999999999").code(), 350);
+    let reply = c.store("STOR pub/up.bin", b"x");
+    assert!(reply.code() >= 500 || reply.code() == 451, "{reply:?}");
+    assert_eq!(std::fs::read(f.file("pub/up.bin")).unwrap(), content);
+    assert_eq!(f.names(), ["ten.txt", "up.bin"]);
+}
+
+#[test]
+fn an_interrupted_upload_never_appears_under_its_final_name() {
+    let f = Fixture::new();
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR pub/half.bin").code(), 150);
+    data.write_all(&random_bytes(1 << 20, 3)).unwrap();
+    // While it runs, the final name does not exist.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!f.file("pub/half.bin").exists());
+    // The client dies: both connections close at once.
+    drop(c);
+    drop(data);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while f.names() != ["ten.txt"] && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(f.names(), ["ten.txt"], "a partial upload or its temporary file was left");
+
+    // ABOR mid-upload: same.
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR pub/aborted.bin").code(), 150);
+    data.write_all(&random_bytes(1 << 20, 4)).unwrap();
+    c.send("ABOR");
+    assert_eq!(c.reply().code(), 426);
+    assert_eq!(c.reply().code(), 226);
+    drop(data);
+    assert_eq!(c.cmd("NOOP").code(), 200);
+    assert_eq!(f.names(), ["ten.txt"]);
+
+    // An upload over an existing file replaces it only when complete.
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR pub/ten.txt").code(), 150);
+    data.write_all(b"new content").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read(f.file("pub/ten.txt")).unwrap(), b"0123456789");
+    drop(data);
+    assert_eq!(c.reply().code(), 226);
+    assert_eq!(std::fs::read(f.file("pub/ten.txt")).unwrap(), b"new content");
+}
+
+#[test]
+fn only_users_with_write_permission_may_change_files() {
+    let f = Fixture::new();
+    let mut bob = Control::login(f.serve.addr, "bob", "pw-bob");
+    for line in ["STOR pub/x", "APPE pub/ten.txt", "DELE pub/ten.txt", "MKD d", "RMD pub", "RNFR pub/ten.txt", "RNTO pub/y"] {
+        assert_eq!(bob.cmd(line).code(), 550, "bob: {line}");
+    }
+    let (bytes, _) = bob.retr("pub/ten.txt");
+    assert_eq!(bytes, b"0123456789");
+    let mut alice = Control::login(f.serve.addr, "alice", "pw-alice");
+    assert_eq!(alice.cmd("MKD d").code(), 257);
+    assert_eq!(alice.cmd("RNFR pub/ten.txt").code(), 350);
+    assert_eq!(alice.cmd("RNTO d/ten.txt").code(), 250);
+    assert_eq!(alice.cmd("DELE d/ten.txt").code(), 250);
+    assert_eq!(alice.cmd("RMD d").code(), 250);
+    assert!(!f.file("d").exists());
+}
+
+#[test]
+fn user_reply_is_the_same_for_known_and_unknown_users_and_wrong_passwords_wait() {
+    let f = Fixture::new();
+    let mut c = Control::connect(f.serve.addr);
+    let known = c.cmd("USER alice");
+    let started = Instant::now();
+    assert_eq!(c.cmd("PASS wrong").code(), 530);
+    let known_wrong = started.elapsed();
+    let unknown = c.cmd("USER mallory");
+    let started = Instant::now();
+    assert_eq!(c.cmd("PASS wrong").code(), 530);
+    let unknown_wrong = started.elapsed();
+    assert_eq!(known, unknown);
+    assert!(known_wrong >= Duration::from_millis(900) && unknown_wrong >= Duration::from_millis(900));
+}
