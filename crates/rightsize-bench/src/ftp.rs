@@ -67,7 +67,10 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
 fn rightsize_bin() -> anyhow::Result<PathBuf> {
     let bin = std::env::current_exe()?.with_file_name("rightsize");
     if !bin.exists() {
-        bail!("{} not found; build it with `cargo build --release --workspace`", bin.display());
+        bail!(
+            "{} not found; build it with `cargo build --release --workspace`",
+            bin.display()
+        );
     }
     Ok(bin)
 }
@@ -105,29 +108,61 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     rs.arg(&root);
     let mut rs = Daemon::start("rightsize serve", rs)?;
     let mut iperf = path.left.command("iperf3");
-    iperf.args(["-s", "-B", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string()]);
+    iperf.args([
+        "-s",
+        "-B",
+        &LEFT_ADDR.to_string(),
+        "-p",
+        &IPERF_PORT.to_string(),
+    ]);
     let _iperf = Daemon::start("iperf3 -s", iperf)?;
     let _vsftpd = start_vsftpd(&path, &dir.0, &root)?;
     let mut gridftp = path.left.command("globus-gridftp-server");
     gridftp.args([
-        "-aa", "-anonymous-user", "nobody", "-p", &GRIDFTP_PORT.to_string(), "-control-interface",
-        &LEFT_ADDR.to_string(), "-data-interface", &LEFT_ADDR.to_string(), "-home-dir", "/",
-        "-port-range", "50000,50100",
+        "-aa",
+        "-anonymous-user",
+        "nobody",
+        "-p",
+        &GRIDFTP_PORT.to_string(),
+        "-control-interface",
+        &LEFT_ADDR.to_string(),
+        "-data-interface",
+        &LEFT_ADDR.to_string(),
+        "-home-dir",
+        "/",
+        "-port-range",
+        "50000,50100",
     ]);
     let _gridftp = Daemon::start("globus-gridftp-server", gridftp)?;
     for port in [RIGHTSIZE_PORT, VSFTPD_PORT, GRIDFTP_PORT, IPERF_PORT] {
-        wait_for(&format!("port {port}"), READY_TIMEOUT, || port_open(&path, port))?;
+        wait_for(&format!("port {port}"), READY_TIMEOUT, || {
+            port_open(&path, port)
+        })?;
     }
     rs.check_running()?;
 
     let mut ok = true;
-    println!("rightsize-bench ftp: veth {} <-> {}, {} run(s) each, alternating", path.left.name(), path.right.name(), o.runs);
+    println!(
+        "rightsize-bench ftp: veth {} <-> {}, {} run(s) each, alternating",
+        path.left.name(),
+        path.right.name(),
+        o.runs
+    );
 
     // 1. Memory to memory.
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for run in 1..=o.runs {
         let mut c = path.right.command("iperf3");
-        c.args(["-c", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string(), "-R", "-J", "-n", &o.mem_bytes.to_string()]);
+        c.args([
+            "-c",
+            &LEFT_ADDR.to_string(),
+            "-p",
+            &IPERF_PORT.to_string(),
+            "-R",
+            "-J",
+            "-n",
+            &o.mem_bytes.to_string(),
+        ]);
         let out = run_timed("iperf3 -c -R", c)?;
         let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)?;
         let bps = json["end"]["sum_received"]["bits_per_second"]
@@ -135,19 +170,30 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
             .context("iperf3 -J: no end.sum_received.bits_per_second")?;
         theirs.push(bps);
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", path.right.name()]).arg(&rightsize).args([
-            "get",
-            &format!("ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}", o.mem_bytes),
-            "-o",
-            "/dev/null",
-            "--json",
-        ]);
+        c.args(["netns", "exec", path.right.name()])
+            .arg(&rightsize)
+            .args([
+                "get",
+                &format!(
+                    "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}",
+                    o.mem_bytes
+                ),
+                "-o",
+                "/dev/null",
+                "--json",
+            ]);
         let out = run_timed("rightsize get", c)?;
         let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)
             .context("rightsize get --json printed no JSON")?;
-        let ours_bps = json["goodput_bps"].as_f64().context("rightsize get --json: no goodput_bps")?;
+        let ours_bps = json["goodput_bps"]
+            .as_f64()
+            .context("rightsize get --json: no goodput_bps")?;
         ours.push(ours_bps);
-        println!("  memory run {run}: iperf3 -R {}  rightsize get {}", gbps(bps), gbps(ours_bps));
+        println!(
+            "  memory run {run}: iperf3 -R {}  rightsize get {}",
+            gbps(bps),
+            gbps(ours_bps)
+        );
     }
     let ratio = median(ours.clone()) / median(theirs.clone());
     ok &= ratio >= 0.95;
@@ -166,7 +212,9 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let rate = |t: Duration| o.file_bytes as f64 * 8.0 / t.as_secs_f64();
     for run in 1..=o.runs {
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", path.right.name()]).arg(&rightsize).args(["get", &file_url_rs, "-o", "/dev/null"]);
+        c.args(["netns", "exec", path.right.name()])
+            .arg(&rightsize)
+            .args(["get", &file_url_rs, "-o", "/dev/null"]);
         let a = run_timed("rightsize get (file)", c)?.elapsed;
         let mut c = path.right.command("curl");
         c.args(["-sS", "-o", "/dev/null", &file_url_vs]);
@@ -176,7 +224,12 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         let g = run_timed("globus-url-copy from globus-gridftp-server", c)?.elapsed;
         println!(
             "  file run {run}: rightsize {} ({:.2} s)  curl/vsftpd {} ({:.2} s)  globus {} ({:.2} s)",
-            gbps(rate(a)), a.as_secs_f64(), gbps(rate(b)), b.as_secs_f64(), gbps(rate(g)), g.as_secs_f64()
+            gbps(rate(a)),
+            a.as_secs_f64(),
+            gbps(rate(b)),
+            b.as_secs_f64(),
+            gbps(rate(g)),
+            g.as_secs_f64()
         );
         t_rs.push(rate(a));
         t_curl.push(rate(b));
@@ -186,7 +239,14 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     ok &= r / c >= 1.0 && r / g >= 1.0;
     println!(
         "file to /dev/null ({} bytes): rightsize {} / curl+vsftpd {} = {:.3}x {}; / globus {} = {:.3}x {} (targets >= 1.0)",
-        o.file_bytes, gbps(r), gbps(c), r / c, verdict(r / c >= 1.0), gbps(g), r / g, verdict(r / g >= 1.0)
+        o.file_bytes,
+        gbps(r),
+        gbps(c),
+        r / c,
+        verdict(r / c >= 1.0),
+        gbps(g),
+        r / g,
+        verdict(r / g >= 1.0)
     );
     drop(rs);
 
@@ -261,7 +321,8 @@ fn write_file(path: &Path, bytes: u64) -> anyhow::Result<()> {
 
 fn idle_sessions_rss(rightsize: &Path, root: &Path, sessions: usize) -> anyhow::Result<(u64, u64)> {
     let mut c = Command::new(rightsize);
-    c.args(["serve", "-q", "--listen", "127.0.0.1:0", "--root"]).arg(root);
+    c.args(["serve", "-q", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root);
     let mut child = c
         .stdout(std::process::Stdio::piped())
         .stdin(std::process::Stdio::null())

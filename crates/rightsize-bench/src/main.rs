@@ -27,7 +27,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some(other) => {
-            eprintln!("rightsize-bench: unknown benchmark {other:?}; accepted: ftp\n\n{}", ftp::USAGE);
+            eprintln!(
+                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp\n\n{}",
+                ftp::USAGE
+            );
             return ExitCode::from(2);
         }
     };

@@ -72,7 +72,11 @@ pub fn run_timed(what: &str, mut command: Command) -> anyhow::Result<Timed> {
 }
 
 /// Waits until `probe` succeeds, for at most `timeout`.
-pub fn wait_for(what: &str, timeout: Duration, mut probe: impl FnMut() -> bool) -> anyhow::Result<()> {
+pub fn wait_for(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if probe() {

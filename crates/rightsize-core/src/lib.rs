@@ -12,6 +12,7 @@ pub mod check;
 pub mod checksum;
 pub mod ftp;
 pub mod host;
+pub mod passwd;
 pub mod session;
 pub mod tcpinfo;
 pub mod units;

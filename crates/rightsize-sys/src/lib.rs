@@ -8,7 +8,9 @@
 //! that its error names the call and the path or address it was given.
 
 pub mod netns;
+pub mod random;
 pub mod rootfs;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;
+pub mod tty;

@@ -137,11 +137,29 @@ impl VethPath {
         // Each end is created directly inside its namespace, so the fixed
         // name cannot collide with the host's interfaces or another path's.
         ip(&[
-            "link", "add", "eth0", "netns", left.name(), "type", "veth", "peer", "name", "eth0",
-            "netns", right.name(),
+            "link",
+            "add",
+            "eth0",
+            "netns",
+            left.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            right.name(),
         ])?;
         for (ns, addr) in [(&left, LEFT_ADDR), (&right, RIGHT_ADDR)] {
-            ip(&["-n", ns.name(), "addr", "add", &format!("{addr}/{PREFIX_LEN}"), "dev", "eth0"])?;
+            ip(&[
+                "-n",
+                ns.name(),
+                "addr",
+                "add",
+                &format!("{addr}/{PREFIX_LEN}"),
+                "dev",
+                "eth0",
+            ])?;
             ip(&["-n", ns.name(), "link", "set", "eth0", "up"])?;
         }
         Ok(VethPath { left, right })

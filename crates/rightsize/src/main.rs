@@ -6,6 +6,7 @@
 
 mod advise;
 mod cli;
+mod passwd;
 mod serve;
 mod transfer;
 mod transfer_output;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Get(args) => transfer::run_get(&args),
         cli::Command::Put(args) => transfer::run_put(&args),
+        cli::Command::Passwd(args) => passwd::run(&args),
     };
     match result {
         Ok(code) => code,

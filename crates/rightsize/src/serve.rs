@@ -145,13 +145,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     config.argv = std::env::args().collect();
     config.quiet = args.quiet;
     let server = Server::bind(config)?;
-    let addr = server.local_addr().context("reading the listening address")?;
+    let addr = server
+        .local_addr()
+        .context("reading the listening address")?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "rightsize serve: serving {} on ftp://{addr}/ (anonymous: {}; benchmark source {ZERO_DIR}/SIZE, sink {NULL_DIR}/)",
         args.root.display(),
-        if args.no_anonymous { "off" } else { "read-only" },
+        if args.no_anonymous {
+            "off"
+        } else {
+            "read-only"
+        },
     )?;
     out.flush()?;
     drop(out);

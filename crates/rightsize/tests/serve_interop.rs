@@ -44,7 +44,11 @@ impl Fixture {
         writeln!(child.stdin.take().unwrap(), "{PASSWORD}").unwrap();
         assert!(child.wait().unwrap().success());
         let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
-        Fixture { dir, content, serve }
+        Fixture {
+            dir,
+            content,
+            serve,
+        }
     }
 
     fn root(&self) -> PathBuf {
@@ -65,7 +69,11 @@ impl Fixture {
 
     fn assert_same(&self, path: &Path, what: &str) {
         let got = std::fs::read(path).unwrap_or_else(|e| panic!("{what}: {}: {e}", path.display()));
-        assert!(got.len() == self.content.len() && got == self.content, "{what}: {} bytes differ", path.display());
+        assert!(
+            got.len() == self.content.len() && got == self.content,
+            "{what}: {} bytes differ",
+            path.display()
+        );
     }
 }
 
@@ -89,7 +97,10 @@ fn curl_downloads_and_uploads() {
     let f = Fixture::new(1);
     run(
         "curl download",
-        Command::new("curl").args(["-sS", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+        Command::new("curl")
+            .args(["-sS", "-o"])
+            .arg(f.out())
+            .arg(f.serve.url("/pub/big.bin")),
     );
     f.assert_same(&f.out(), "curl download");
     run(
@@ -97,13 +108,19 @@ fn curl_downloads_and_uploads() {
         Command::new("curl")
             .args(["-sS", "-T"])
             .arg(f.local())
-            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/curl.bin", f.host_port())),
+            .arg(format!(
+                "ftp://{USER}:{PASSWORD}@{}/up/curl.bin",
+                f.host_port()
+            )),
     );
     f.assert_same(&f.root().join("up/curl.bin"), "curl upload");
     // curl's active mode (EPRT) too.
     run(
         "curl download, active",
-        Command::new("curl").args(["-sS", "-P", "-", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+        Command::new("curl")
+            .args(["-sS", "-P", "-", "-o"])
+            .arg(f.out())
+            .arg(f.serve.url("/pub/big.bin")),
     );
     f.assert_same(&f.out(), "curl active download");
 }
@@ -159,7 +176,12 @@ ftp.quit()
         Command::new("python3")
             .arg("-c")
             .arg(script)
-            .args([addr.ip().to_string(), addr.port().to_string(), USER.into(), PASSWORD.into()])
+            .args([
+                addr.ip().to_string(),
+                addr.port().to_string(),
+                USER.into(),
+                PASSWORD.into(),
+            ])
             .arg(f.out())
             .arg(f.local()),
     );
@@ -172,14 +194,20 @@ fn tnftp_downloads_and_uploads() {
     let f = Fixture::new(4);
     run(
         "tnftp download",
-        Command::new("tnftp").args(["-n", "-o"]).arg(f.out()).arg(f.serve.url("/pub/big.bin")),
+        Command::new("tnftp")
+            .args(["-n", "-o"])
+            .arg(f.out())
+            .arg(f.serve.url("/pub/big.bin")),
     );
     f.assert_same(&f.out(), "tnftp download");
     run(
         "tnftp upload",
         Command::new("tnftp")
             .args(["-n", "-u"])
-            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/tnftp.bin", f.host_port()))
+            .arg(format!(
+                "ftp://{USER}:{PASSWORD}@{}/up/tnftp.bin",
+                f.host_port()
+            ))
             .arg(f.local()),
     );
     f.assert_same(&f.root().join("up/tnftp.bin"), "tnftp upload");
@@ -201,7 +229,10 @@ fn globus_url_copy_downloads_and_uploads_with_sbuf() {
         "globus-url-copy upload",
         Command::new("globus-url-copy")
             .arg(format!("file://{}", f.local().display()))
-            .arg(format!("ftp://{USER}:{PASSWORD}@{}/up/globus.bin", f.host_port())),
+            .arg(format!(
+                "ftp://{USER}:{PASSWORD}@{}/up/globus.bin",
+                f.host_port()
+            )),
     );
     f.assert_same(&f.root().join("up/globus.bin"), "globus-url-copy upload");
 }

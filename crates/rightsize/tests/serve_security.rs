@@ -45,7 +45,10 @@ fn no_path_leaves_the_root() {
     }
     for dir in ["pub/etc", "pub/up", "/pub/up/tmp", "../.."] {
         let reply = c.cmd(&format!("CWD {dir}"));
-        assert!(reply.code() == 550 || (reply.code() == 250 && c.cmd("PWD").text().contains("\"/\"")), "CWD {dir}: {reply:?}");
+        assert!(
+            reply.code() == 550 || (reply.code() == 250 && c.cmd("PWD").text().contains("\"/\"")),
+            "CWD {dir}: {reply:?}"
+        );
         assert_eq!(c.cmd("CWD /").code(), 250);
     }
     // A NUL byte is refused by the parser, never truncates a path.
@@ -93,13 +96,16 @@ fn passive_data_accepted_only_from_the_control_peer() {
     c.send("RETR pub/hello.txt");
     assert_eq!(c.reply().code(), 150);
     // A stranger (127.0.0.2) connects first: it gets nothing.
-    let stranger = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let stranger =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     stranger
         .bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), 0).into())
         .unwrap();
     stranger.connect(&data_addr.into()).unwrap();
     let mut stranger: TcpStream = stranger.into();
-    stranger.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stranger
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut got = Vec::new();
     let _ = stranger.read_to_end(&mut got);
     assert!(got.is_empty(), "the stranger got {} bytes", got.len());
@@ -121,7 +127,10 @@ fn an_overlong_line_gets_exactly_one_reply_and_a_close() {
     line.extend(b"\r\nNOOP\r\n");
     c.send_bytes(&line);
     let reply = c.reply();
-    assert_eq!((reply.code(), reply.text().as_str()), (500, "Input line too long."));
+    assert_eq!(
+        (reply.code(), reply.text().as_str()),
+        (500, "Input line too long.")
+    );
     assert!(c.is_closed(), "a second reply or no close");
     // A line of exactly the limit is still a command.
     let mut c = Control::anonymous(serve.addr);
@@ -136,7 +145,10 @@ fn an_overlong_line_gets_exactly_one_reply_and_a_close() {
 #[test]
 fn sessions_are_capped_per_address_and_in_total() {
     let root = root_with_files();
-    let serve = Serve::start(root.path(), &["--max-per-address", "2", "--max-sessions", "3"]);
+    let serve = Serve::start(
+        root.path(),
+        &["--max-per-address", "2", "--max-sessions", "3"],
+    );
     let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
     let b = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
     let c = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4));
@@ -149,7 +161,11 @@ fn sessions_are_capped_per_address_and_in_total() {
     let mut third = Control::connect_raw_from(a, serve.addr);
     let reply = third.reply();
     assert_eq!(reply.code(), 421);
-    assert!(reply.text().contains("too many connections from your internet address"));
+    assert!(
+        reply
+            .text()
+            .contains("too many connections from your internet address")
+    );
     let mut s = Control::connect_raw_from(b, serve.addr);
     assert_eq!(s.reply().code(), 220);
     held.push(s);
@@ -173,7 +189,14 @@ fn login_idle_and_data_timeouts() {
     let root = root_with_files();
     let serve = Serve::start(
         root.path(),
-        &["--login-timeout", "1s", "--idle-timeout", "2s", "--data-connect-timeout", "1s"],
+        &[
+            "--login-timeout",
+            "1s",
+            "--idle-timeout",
+            "2s",
+            "--data-connect-timeout",
+            "1s",
+        ],
     );
     let mut silent = Control::connect(serve.addr);
     assert_eq!(silent.reply().code(), 421);
@@ -199,7 +222,10 @@ fn failed_logins_are_delayed_and_limited() {
         assert_eq!(user.code(), 331);
         let started = Instant::now();
         assert_eq!(c.cmd("PASS x").code(), 530, "attempt {attempt}");
-        assert!(started.elapsed() >= Duration::from_millis(900), "no delay after a failed login");
+        assert!(
+            started.elapsed() >= Duration::from_millis(900),
+            "no delay after a failed login"
+        );
     }
     assert!(c.is_closed(), "still open after three failed logins");
 }
@@ -209,7 +235,14 @@ fn anonymous_is_read_only_but_may_use_the_benchmark_sink() {
     let root = root_with_files();
     let serve = Serve::start(root.path(), &[]);
     let mut c = Control::anonymous(serve.addr);
-    for line in ["STOR pub/x", "APPE pub/hello.txt", "DELE pub/hello.txt", "MKD new", "RMD pub", "RNFR pub/hello.txt"] {
+    for line in [
+        "STOR pub/x",
+        "APPE pub/hello.txt",
+        "DELE pub/hello.txt",
+        "MKD new",
+        "RMD pub",
+        "RNFR pub/hello.txt",
+    ] {
         assert_eq!(c.cmd(line).code(), 550, "{line}");
     }
     let data_addr = c.epsv();

@@ -69,7 +69,11 @@ fn stor_rest_and_appe_upload_at_an_offset() {
     assert_eq!(c.store("STOR pub/up.bin", &content[..1 << 20]).code(), 226);
     assert_eq!(c.cmd("SIZE pub/up.bin").text(), (1u32 << 20).to_string());
     assert_eq!(c.cmd(&format!("REST {}", 1 << 20)).code(), 350);
-    assert_eq!(c.store("STOR pub/up.bin", &content[1 << 20..2 << 20]).code(), 226);
+    assert_eq!(
+        c.store("STOR pub/up.bin", &content[1 << 20..2 << 20])
+            .code(),
+        226
+    );
     assert_eq!(c.store("APPE pub/up.bin", &content[2 << 20..]).code(), 226);
     assert_eq!(std::fs::read(f.file("pub/up.bin")).unwrap(), content);
     // A restart beyond the end of the file is refused, the file untouched.
@@ -98,7 +102,11 @@ fn an_interrupted_upload_never_appears_under_its_final_name() {
     while f.names() != ["ten.txt"] && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(f.names(), ["ten.txt"], "a partial upload or its temporary file was left");
+    assert_eq!(
+        f.names(),
+        ["ten.txt"],
+        "a partial upload or its temporary file was left"
+    );
 
     // ABOR mid-upload: same.
     let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
@@ -122,14 +130,25 @@ fn an_interrupted_upload_never_appears_under_its_final_name() {
     assert_eq!(std::fs::read(f.file("pub/ten.txt")).unwrap(), b"0123456789");
     drop(data);
     assert_eq!(c.reply().code(), 226);
-    assert_eq!(std::fs::read(f.file("pub/ten.txt")).unwrap(), b"new content");
+    assert_eq!(
+        std::fs::read(f.file("pub/ten.txt")).unwrap(),
+        b"new content"
+    );
 }
 
 #[test]
 fn only_users_with_write_permission_may_change_files() {
     let f = Fixture::new();
     let mut bob = Control::login(f.serve.addr, "bob", "pw-bob");
-    for line in ["STOR pub/x", "APPE pub/ten.txt", "DELE pub/ten.txt", "MKD d", "RMD pub", "RNFR pub/ten.txt", "RNTO pub/y"] {
+    for line in [
+        "STOR pub/x",
+        "APPE pub/ten.txt",
+        "DELE pub/ten.txt",
+        "MKD d",
+        "RMD pub",
+        "RNFR pub/ten.txt",
+        "RNTO pub/y",
+    ] {
         assert_eq!(bob.cmd(line).code(), 550, "bob: {line}");
     }
     let (bytes, _) = bob.retr("pub/ten.txt");
@@ -156,5 +175,7 @@ fn user_reply_is_the_same_for_known_and_unknown_users_and_wrong_passwords_wait()
     assert_eq!(c.cmd("PASS wrong").code(), 530);
     let unknown_wrong = started.elapsed();
     assert_eq!(known, unknown);
-    assert!(known_wrong >= Duration::from_millis(900) && unknown_wrong >= Duration::from_millis(900));
+    assert!(
+        known_wrong >= Duration::from_millis(900) && unknown_wrong >= Duration::from_millis(900)
+    );
 }

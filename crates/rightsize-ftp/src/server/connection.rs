@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::{self, JoinHandle};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,11 +22,11 @@ use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
 
+use super::Shared;
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::host::FsHost;
 use super::limits::Slot;
 use super::telemetry::TransferLog;
-use super::Shared;
 
 /// Stack of the reader thread: it only copies bytes into a channel.
 const READER_STACK_BYTES: usize = 64 * 1024;
@@ -88,7 +88,10 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         return;
     }
     let (session, greeting) = Session::new(shared.session_config.clone(), peer);
-    let host = BenchHost::new(FsHost::new(Arc::clone(&shared), local_ip), shared.started_unix);
+    let host = BenchHost::new(
+        FsHost::new(Arc::clone(&shared), local_ip),
+        shared.started_unix,
+    );
     let mut conn = Conn {
         control,
         peer,
@@ -240,7 +243,9 @@ impl Conn {
             },
         };
         if self.control.write_all(&plan.start_reply.encode()).is_err() {
-            return Err(TransferOutcome::NetworkError("control connection lost".into()));
+            return Err(TransferOutcome::NetworkError(
+                "control connection lost".into(),
+            ));
         }
         let params = DataParams {
             control_peer: self.peer.ip(),

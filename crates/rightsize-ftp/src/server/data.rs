@@ -243,7 +243,9 @@ fn accept_from_peer(
             continue;
         }
         match listener.accept() {
-            Ok((stream, from)) if from.ip().to_canonical() == params.control_peer.to_canonical() => {
+            Ok((stream, from))
+                if from.ip().to_canonical() == params.control_peer.to_canonical() =>
+            {
                 let _ = stream.set_nonblocking(false);
                 return Ok(stream);
             }
@@ -313,9 +315,15 @@ impl From<io::Error> for SendError {
     }
 }
 
-fn send_zeros(stream: &mut TcpStream, mut remaining: u64, progress: &Progress) -> Result<(), SendError> {
+fn send_zeros(
+    stream: &mut TcpStream,
+    mut remaining: u64,
+    progress: &Progress,
+) -> Result<(), SendError> {
     while remaining > 0 {
-        let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(ZEROS.len());
+        let n = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(ZEROS.len());
         let written = stream.write(&ZEROS[..n])?;
         if written == 0 {
             return Err(io::Error::from(io::ErrorKind::WriteZero).into());

@@ -55,7 +55,11 @@ fn metadata(stat: &Stat) -> Option<Metadata> {
     };
     Some(Metadata {
         kind,
-        size: if kind == EntryKind::File { stat.size_bytes } else { 0 },
+        size: if kind == EntryKind::File {
+            stat.size_bytes
+        } else {
+            0
+        },
         modified_unix: stat.modified_unix,
         writable: stat.mode & 0o200 != 0,
     })
@@ -115,10 +119,14 @@ impl FsHost {
         Ok(Box::new(Pending(pending)))
     }
 
-    fn bind_passive(&self, request: &socket::BufferRequest) -> Result<(SocketAddr, TcpListener), String> {
+    fn bind_passive(
+        &self,
+        request: &socket::BufferRequest,
+    ) -> Result<(SocketAddr, TcpListener), String> {
         let Some((low, high)) = self.shared.config.passive_ports else {
-            let (listener, _) = socket::listen(SocketAddr::new(self.local_ip, 0), request, PASSIVE_BACKLOG)
-                .map_err(|e| e.to_string())?;
+            let (listener, _) =
+                socket::listen(SocketAddr::new(self.local_ip, 0), request, PASSIVE_BACKLOG)
+                    .map_err(|e| e.to_string())?;
             let addr = listener.local_addr().map_err(|e| e.to_string())?;
             return Ok((addr, listener));
         };
@@ -127,7 +135,11 @@ impl FsHost {
         let mut last_error = String::from("no port in the passive range is free");
         for i in 0..span {
             let port = low + u16::try_from((start + i) % span).unwrap_or(0);
-            match socket::listen(SocketAddr::new(self.local_ip, port), request, PASSIVE_BACKLOG) {
+            match socket::listen(
+                SocketAddr::new(self.local_ip, port),
+                request,
+                PASSIVE_BACKLOG,
+            ) {
                 Ok((listener, _)) => return Ok((SocketAddr::new(self.local_ip, port), listener)),
                 Err(e) => last_error = e.to_string(),
             }

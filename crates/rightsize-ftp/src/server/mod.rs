@@ -195,10 +195,12 @@ impl Server {
                 source,
             })?;
         }
-        let (listener, _) = socket::listen(config.listen, &BufferRequest::default(), 128)
-            .map_err(|source| ServerError::Listen {
-                addr: config.listen,
-                source,
+        let (listener, _) =
+            socket::listen(config.listen, &BufferRequest::default(), 128).map_err(|source| {
+                ServerError::Listen {
+                    addr: config.listen,
+                    source,
+                }
             })?;
         let started_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -255,7 +257,8 @@ impl Server {
             .stack_size(SESSION_STACK_BYTES)
             .spawn(move || connection::serve(stream, peer, shared, slot));
         if let Err(e) = spawned {
-            self.shared.log(&format!("{peer}: no thread for the session: {e}"));
+            self.shared
+                .log(&format!("{peer}: no thread for the session: {e}"));
         }
     }
 }

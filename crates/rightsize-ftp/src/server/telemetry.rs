@@ -19,13 +19,22 @@ pub(super) struct TransferLog {
 }
 
 impl TransferLog {
-    pub(super) fn new(shared: Arc<Shared>, peer: SocketAddr, number: u64, kind: &TransferKind) -> Self {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        peer: SocketAddr,
+        number: u64,
+        kind: &TransferKind,
+    ) -> Self {
         let what = match kind {
             TransferKind::Retrieve { path, offset } => {
                 format!("RETR {} from {offset}", path.as_bytes().escape_ascii())
             }
             TransferKind::Listing(bytes) => format!("listing of {} bytes", bytes.len()),
-            TransferKind::Store { path, offset, append } => format!(
+            TransferKind::Store {
+                path,
+                offset,
+                append,
+            } => format!(
                 "{} {} at {offset}",
                 if *append { "APPE" } else { "STOR" },
                 path.as_bytes().escape_ascii()

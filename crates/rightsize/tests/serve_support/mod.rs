@@ -78,7 +78,8 @@ impl Control {
     /// Connects from a chosen local address (any 127.0.0.0/8 one works on
     /// loopback) and returns it with the greeting unread.
     pub fn connect_raw_from(local: IpAddr, addr: SocketAddr) -> Control {
-        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         socket.bind(&SocketAddr::new(local, 0).into()).unwrap();
         socket.connect(&addr.into()).unwrap();
         Self::wrap(socket.into())
