@@ -174,15 +174,10 @@ impl Session {
                 return vec![Output::Reply(err.to_reply())];
             }
         };
-        // RNTO must come right after RNFR, REST right before its transfer.
+        // RNTO must come right after RNFR. REST holds until a transfer
+        // starts (`commands::start` clears it), as in vsftpd.
         if !matches!(command, Command::Rnto(_) | Command::Rnfr(_)) {
             self.rename_from = None;
-        }
-        if !matches!(
-            command,
-            Command::Rest(_) | Command::Retr(_) | Command::Stor(_) | Command::Appe(_)
-        ) {
-            self.rest = 0;
         }
         commands::dispatch(self, command, host, now_unix)
     }

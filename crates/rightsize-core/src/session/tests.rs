@@ -216,8 +216,21 @@ fn rest_sets_the_offset_of_the_next_transfer_only() {
         TransferKind::Retrieve { offset: 400, .. }
     ));
     c.done(TransferOutcome::Complete { bytes: 600 });
+    // REST before PASV/EPSV counts too (vsftpd and pyftpdlib keep it until
+    // a transfer uses it; strict RFC 3659 order is not what clients send).
     c.send("REST 10");
-    c.send("PASV"); // any other command clears the restart point
+    c.send("PASV");
+    let plan = c.transfer("RETR /pub/a.bin");
+    assert!(matches!(
+        plan.kind,
+        TransferKind::Retrieve { offset: 10, .. }
+    ));
+    c.done(TransferOutcome::Complete { bytes: 990 });
+    c.send("REST 20");
+    c.send("PASV");
+    let _listing = c.transfer("LIST");
+    c.done(TransferOutcome::Complete { bytes: 0 });
+    c.send("PASV");
     let plan = c.transfer("RETR /pub/a.bin");
     assert!(matches!(
         plan.kind,
