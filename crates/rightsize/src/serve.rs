@@ -166,6 +166,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]

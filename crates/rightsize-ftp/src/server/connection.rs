@@ -41,7 +41,7 @@ const EVENT_QUEUE: usize = 8;
 enum Event {
     Input(Vec<u8>),
     Closed,
-    TransferDone(data::DataReport),
+    TransferDone(Box<data::DataReport>),
 }
 
 struct Running {
@@ -283,7 +283,7 @@ impl Conn {
                     &|| control_open(&control),
                 );
                 log.finish(sampler, &report);
-                let _ = events.send(Event::TransferDone(report));
+                let _ = events.send(Event::TransferDone(Box::new(report)));
             })
             .map_err(|e| TransferOutcome::LocalError(format!("no thread for the transfer: {e}")))?;
         self.running = Some(Running { abort, thread });
@@ -320,7 +320,7 @@ impl Conn {
         }
     }
 
-    fn transfer_done(&mut self, report: data::DataReport) -> bool {
+    fn transfer_done(&mut self, report: Box<data::DataReport>) -> bool {
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
         }
