@@ -15,5 +15,6 @@ pub mod host;
 pub mod passwd;
 pub mod session;
 pub mod tcpinfo;
+pub mod telemetry;
 pub mod units;
 pub mod url;

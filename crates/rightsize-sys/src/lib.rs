@@ -13,4 +13,5 @@ pub mod rootfs;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;
+pub mod telemetry;
 pub mod tty;
