@@ -10,6 +10,7 @@ mod passwd;
 mod serve;
 mod transfer;
 mod transfer_output;
+mod transfer_telemetry;
 
 use std::process::ExitCode;
 

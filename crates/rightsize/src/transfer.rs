@@ -25,6 +25,9 @@ use rightsize_ftp::client::{
 use rightsize_sys::socket::BufferRequest;
 
 use crate::transfer_output::{Console, summary_json, summary_text};
+use crate::transfer_telemetry::ClientTelemetry;
+use rightsize_core::telemetry::Direction as TelemetryDirection;
+use std::collections::BTreeMap;
 
 /// `rightsize get`.
 #[derive(Debug, Args)]
@@ -114,6 +117,15 @@ pub struct TransferArgs {
     pub sbuf: Option<Bytes>,
 
     /// Limit for each connect, and for the server to connect back with --active.
+    /// Record the data connection into FILE as JSON lines: a header (command line, settings,
+    /// version, kernel), then every --telemetry-interval the bytes, goodput, buffers and TCP_INFO.
+    #[arg(long, value_name = "FILE")]
+    pub telemetry: Option<PathBuf>,
+
+    /// Sampling interval of --telemetry.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = units::parse_positive_duration)]
+    pub telemetry_interval: Duration,
+
     #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_CONNECT_TIMEOUT))]
     pub connect_timeout: Limit,
 
@@ -165,6 +177,37 @@ fn parse_window_clamp(input: &str) -> Result<u32, String> {
 }
 
 impl TransferArgs {
+    fn telemetry(&self, url: &FtpUrl, direction: TelemetryDirection) -> Option<ClientTelemetry> {
+        let path = self.telemetry.clone()?;
+        let opt =
+            |v: Option<Bytes>| v.map_or_else(|| "default".to_owned(), |b| b.get().to_string());
+        let settings = BTreeMap::from([
+            ("url".to_owned(), url.to_string()),
+            ("rcvbuf_bytes".to_owned(), opt(self.rcvbuf)),
+            ("sndbuf_bytes".to_owned(), opt(self.sndbuf)),
+            ("sbuf_bytes".to_owned(), opt(self.sbuf)),
+            (
+                "window_clamp_bytes".to_owned(),
+                self.window_clamp
+                    .map_or_else(|| "default".to_owned(), |c| c.to_string()),
+            ),
+            (
+                "congestion".to_owned(),
+                self.congestion.clone().unwrap_or_else(|| "default".into()),
+            ),
+            (
+                "mode".to_owned(),
+                if self.active { "active" } else { "passive" }.to_owned(),
+            ),
+        ]);
+        Some(ClientTelemetry::new(
+            path,
+            self.telemetry_interval,
+            direction,
+            settings,
+        ))
+    }
+
     fn options(&self) -> Options {
         Options {
             buffers: BufferRequest {
@@ -204,12 +247,16 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut console = Console::new(&args.common, Direction::Get, data_on_stdout);
+    console.telemetry = args
+        .common
+        .telemetry(&args.url, TelemetryDirection::Receive);
     let result = client::get(&args.url, &output, &args.common.options(), &mut console);
     finish(console, result, &args.common)
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
     let mut console = Console::new(&args.common, Direction::Put, false);
+    console.telemetry = args.common.telemetry(&args.url, TelemetryDirection::Send);
     let result = client::put(&args.file, &args.url, &args.common.options(), &mut console);
     finish(console, result, &args.common)
 }
@@ -220,7 +267,11 @@ fn finish(
     args: &TransferArgs,
 ) -> anyhow::Result<ExitCode> {
     console.clear_bar();
+    let telemetry = console.telemetry.take().map(ClientTelemetry::finish);
     let report = result?;
+    if let Some(Err(e)) = telemetry {
+        return Err(e);
+    }
     console.final_interval(&report);
     if args.json {
         let json = serde_json::to_string_pretty(&summary_json(&report))?;

@@ -14,6 +14,7 @@ use rightsize_sys::socket::{Applied, BufferApplied};
 use serde_json::{Value, json};
 
 use crate::transfer::TransferArgs;
+use crate::transfer_telemetry::ClientTelemetry;
 
 /// How often the progress bar is redrawn.
 const BAR_REDRAW: Duration = Duration::from_millis(200);
@@ -33,6 +34,8 @@ pub struct Console {
     last_bytes: u64,
     last_retrans: u32,
     header_printed: bool,
+    /// `--telemetry FILE`, fed from the progress reports.
+    pub telemetry: Option<ClientTelemetry>,
 }
 
 impl Console {
@@ -49,6 +52,7 @@ impl Console {
             last_bytes: 0,
             last_retrans: 0,
             header_printed: false,
+            telemetry: None,
         }
     }
 
@@ -145,6 +149,9 @@ impl Console {
 
 impl Observer for Console {
     fn progress(&mut self, progress: &Progress<'_>) {
+        if let Some(telemetry) = self.telemetry.as_mut() {
+            telemetry.on_progress(progress);
+        }
         if self.interval.is_some() {
             if progress.elapsed >= self.next_line_at {
                 let info = progress.tcp_info().ok();

@@ -131,6 +131,11 @@ pub struct Progress<'a> {
 }
 
 impl Progress<'_> {
+    /// The data socket (to sample it, e.g. for a telemetry file).
+    pub fn socket(&self) -> &TcpStream {
+        self.socket
+    }
+
     /// `TCP_INFO` of the data connection now (retransmits, RTT, windows).
     pub fn tcp_info(&self) -> Result<TcpInfoSample, TcpInfoError> {
         rightsize_sys::tcp_info::read(self.socket.as_fd())

@@ -259,6 +259,7 @@ impl Conn {
             self.peer,
             self.transfers,
             &plan.kind,
+            plan.sbuf,
         );
         let abort = Arc::new(AbortHandle::default());
         let thread_abort = Arc::clone(&abort);
