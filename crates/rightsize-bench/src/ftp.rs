@@ -130,6 +130,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         &LEFT_ADDR.to_string(),
         "-home-dir",
         "/",
+        "-no-chdir",
         "-port-range",
         "50000,50100",
     ]);

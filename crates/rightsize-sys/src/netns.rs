@@ -9,6 +9,7 @@
 
 use std::io;
 use std::net::Ipv4Addr;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -85,6 +86,23 @@ impl Namespace {
         Ok(ns)
     }
 
+    /// Gives the namespace its own `/etc/hosts` (`ip netns exec` mounts
+    /// `/etc/netns/NAME/hosts` over it), so programs that look up their own
+    /// address by name (globus-gridftp-server does) find it without DNS.
+    pub fn set_hosts(&self, entries: &[(Ipv4Addr, &str)]) -> Result<(), NetnsError> {
+        let dir = Path::new(ETC_NETNS).join(&self.name);
+        let mut text = String::from("127.0.0.1 localhost\n::1 localhost\n");
+        for (addr, name) in entries {
+            text.push_str(&format!("{addr} {name}\n"));
+        }
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join("hosts"), text))
+            .map_err(|source| NetnsError::Spawn {
+                command: format!("write {}/hosts", dir.display()),
+                source,
+            })
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name
@@ -116,8 +134,12 @@ impl Namespace {
 impl Drop for Namespace {
     fn drop(&mut self) {
         let _ = ip(&["netns", "del", &self.name]);
+        let _ = std::fs::remove_dir_all(Path::new(ETC_NETNS).join(&self.name));
     }
 }
+
+/// Where `ip netns exec` finds per-namespace files for `/etc`.
+const ETC_NETNS: &str = "/etc/netns";
 
 /// Two namespaces joined by a veth pair: [`LEFT_ADDR`] and [`RIGHT_ADDR`].
 #[derive(Debug)]
@@ -161,6 +183,7 @@ impl VethPath {
                 "eth0",
             ])?;
             ip(&["-n", ns.name(), "link", "set", "eth0", "up"])?;
+            ns.set_hosts(&[(LEFT_ADDR, "rs-left"), (RIGHT_ADDR, "rs-right")])?;
         }
         Ok(VethPath { left, right })
     }
@@ -175,6 +198,7 @@ pub fn down_all() -> Result<Vec<String>, NetnsError> {
         let name = line.split_whitespace().next().unwrap_or("");
         if name.starts_with(PREFIX) {
             ip(&["netns", "del", name])?;
+            let _ = std::fs::remove_dir_all(Path::new(ETC_NETNS).join(name));
             removed.push(name.to_owned());
         }
     }

@@ -120,15 +120,49 @@ impl Drop for PartFile {
 pub(crate) enum Sink {
     /// A file, renamed into place on commit.
     File(PartFile),
+    /// Something that is not a regular file (`/dev/null`, a FIFO, a
+    /// terminal): written in place. Renaming over it would replace a device
+    /// node with a regular file.
+    Device(File, PathBuf),
     /// Standard output.
     Stdout(io::Stdout),
 }
 
 impl Sink {
+    /// The sink for `target`: a temporary file renamed into place for a
+    /// regular file or a new name (through a symbolic link, at the link's
+    /// target), the target itself for anything else that exists.
+    pub(crate) fn open(target: &Path) -> Result<Sink, ClientError> {
+        let local = |op, source| ClientError::Local {
+            op,
+            path: target.to_path_buf(),
+            source,
+        };
+        match std::fs::metadata(target) {
+            Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .open(target)
+                    .map_err(|e| local("open", e))?;
+                Ok(Sink::Device(file, target.to_path_buf()))
+            }
+            Ok(meta) if meta.is_file() && target.is_symlink() => {
+                let real = std::fs::canonicalize(target).map_err(|e| local("resolve", e))?;
+                PartFile::create(&real).map(Sink::File)
+            }
+            _ => PartFile::create(target).map(Sink::File),
+        }
+    }
+
     /// Writes `bytes`.
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
         match self {
             Sink::File(part) => part.write_all(bytes),
+            Sink::Device(file, path) => file.write_all(bytes).map_err(|source| ClientError::Local {
+                op: "write",
+                path: path.clone(),
+                source,
+            }),
             Sink::Stdout(out) => out.write_all(bytes).map_err(stdout_error),
         }
     }
@@ -137,6 +171,7 @@ impl Sink {
     pub(crate) fn commit(self) -> Result<Option<PathBuf>, ClientError> {
         match self {
             Sink::File(part) => part.commit().map(Some),
+            Sink::Device(_, path) => Ok(Some(path)),
             Sink::Stdout(mut out) => out.flush().map(|()| None).map_err(stdout_error),
         }
     }
@@ -189,6 +224,31 @@ mod tests {
         drop(other);
         assert_eq!(std::fs::read(&target).unwrap(), b"new bytes");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn dev_null_is_written_in_place_never_replaced() {
+        let sink = Sink::open(Path::new("/dev/null")).unwrap();
+        assert!(matches!(sink, Sink::Device(..)));
+        let mut sink = sink;
+        sink.write_all(b"x").unwrap();
+        sink.commit().unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    }
+
+    #[test]
+    fn a_symlinked_target_is_replaced_at_the_link_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.bin");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.bin");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut sink = Sink::open(&link).unwrap();
+        sink.write_all(b"new").unwrap();
+        sink.commit().unwrap();
+        assert!(link.is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
     }
 
     #[test]

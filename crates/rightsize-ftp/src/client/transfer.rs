@@ -45,7 +45,7 @@ pub fn get(
     // Created before connecting, so an unwritable directory fails fast.
     let mut sink = match output {
         Output::Stdout => Sink::Stdout(io::stdout()),
-        Output::File(target) => Sink::File(PartFile::create(&local_target(target, name))?),
+        Output::File(target) => Sink::open(&local_target(target, name))?,
     };
     let mut session = Session::open(url, options, observer)?;
     let expected_bytes = session.size(path, observer)?;
