@@ -183,7 +183,14 @@ impl VethPath {
                 "eth0",
             ])?;
             ip(&["-n", ns.name(), "link", "set", "eth0", "up"])?;
-            ns.set_hosts(&[(LEFT_ADDR, "rs-left"), (RIGHT_ADDR, "rs-right")])?;
+            // Programs that resolve this machine's own name (globus-url-copy
+            // does) get the host's address on the path.
+            let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            let mut hosts = vec![(LEFT_ADDR, "rs-left"), (RIGHT_ADDR, "rs-right")];
+            if !hostname.trim().is_empty() {
+                hosts.push((addr, hostname.trim()));
+            }
+            ns.set_hosts(&hosts)?;
         }
         Ok(VethPath { left, right })
     }

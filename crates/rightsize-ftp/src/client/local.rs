@@ -158,11 +158,13 @@ impl Sink {
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
         match self {
             Sink::File(part) => part.write_all(bytes),
-            Sink::Device(file, path) => file.write_all(bytes).map_err(|source| ClientError::Local {
-                op: "write",
-                path: path.clone(),
-                source,
-            }),
+            Sink::Device(file, path) => {
+                file.write_all(bytes).map_err(|source| ClientError::Local {
+                    op: "write",
+                    path: path.clone(),
+                    source,
+                })
+            }
             Sink::Stdout(out) => out.write_all(bytes).map_err(stdout_error),
         }
     }
@@ -234,7 +236,12 @@ mod tests {
         sink.write_all(b"x").unwrap();
         sink.commit().unwrap();
         use std::os::unix::fs::FileTypeExt;
-        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        assert!(
+            std::fs::metadata("/dev/null")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use rightsize_sys::socket::{Applied, BufferApplied};
 use super::control::{arg, is_timeout};
 use super::data::{self, DataMode};
 use super::error::ClientError;
-use super::local::{PartFile, Sink};
+use super::local::Sink;
 use super::session::Session;
 use super::{ChecksumReport, Direction, Observer, Options, Output, Progress, Report};
 

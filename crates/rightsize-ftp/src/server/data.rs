@@ -18,9 +18,9 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_core::session::TransferOutcome;
@@ -315,7 +315,88 @@ impl From<io::Error> for SendError {
     }
 }
 
+/// Bytes of the in-memory zero file the benchmark source sends from.
+const ZERO_FILE_BYTES: usize = 4 << 20;
+
+/// A memory-backed file of zeros, made once per process: `sendfile` from it
+/// hands page references to TCP instead of copying every byte from user
+/// space, as a file from page cache is sent.
+fn zero_file() -> Option<&'static File> {
+    static ZERO_FILE: OnceLock<Option<File>> = OnceLock::new();
+    ZERO_FILE
+        .get_or_init(|| {
+            // SAFETY: a NUL-terminated name and valid flags.
+            let fd = unsafe { libc::memfd_create(c"rightsize-zero".as_ptr(), libc::MFD_CLOEXEC) };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: memfd_create returned a new descriptor that we own.
+            let mut file = unsafe { File::from_raw_fd(fd) };
+            for _ in 0..ZERO_FILE_BYTES / ZEROS.len() {
+                file.write_all(&ZEROS).ok()?;
+            }
+            Some(file)
+        })
+        .as_ref()
+}
+
 fn send_zeros(
+    stream: &mut TcpStream,
+    remaining: u64,
+    progress: &Progress,
+) -> Result<(), SendError> {
+    match zero_file() {
+        Some(file) => send_zero_file(stream, file, remaining, progress),
+        None => write_zeros(stream, remaining, progress),
+    }
+}
+
+/// `sendfile(2)` from the zero file, round and round.
+fn send_zero_file(
+    stream: &TcpStream,
+    file: &File,
+    mut remaining: u64,
+    progress: &Progress,
+) -> Result<(), SendError> {
+    let mut offset: libc::off_t = 0;
+    while remaining > 0 {
+        let at = usize::try_from(offset).unwrap_or(0);
+        if at >= ZERO_FILE_BYTES {
+            offset = 0;
+        }
+        let n = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(ZERO_FILE_BYTES - usize::try_from(offset).unwrap_or(0));
+        // SAFETY: both descriptors are open; `offset` is ours.
+        let sent = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut offset, n) };
+        match sent {
+            n if n > 0 => {
+                remaining -= n as u64;
+                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
+            _ => {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) => return Err(idle_timeout().into()),
+                    _ => return Err(e.into()),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn idle_timeout() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the data connection moved nothing for the idle timeout",
+    )
+}
+
+/// The fallback without a memory file: `write` from a static buffer.
+fn write_zeros(
     stream: &mut TcpStream,
     mut remaining: u64,
     progress: &Progress,
