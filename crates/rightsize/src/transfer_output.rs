@@ -348,7 +348,7 @@ pub fn summary_json(report: &Report) -> Value {
             "requested": report.buffers_requested,
             "applied": report.buffers_applied,
         },
-        "server_buffers": Value::Null,
+        "server_buffers": report.server_buffers,
         "sbuf": report.sbuf,
         "retransmits": info.map(|i| i.total_retrans_segs),
         "rtt_us": info.map(|i| i.rtt_us),

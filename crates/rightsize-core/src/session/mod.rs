@@ -19,6 +19,7 @@ pub mod bench;
 mod commands;
 mod host;
 pub mod listing;
+pub mod report;
 
 #[cfg(test)]
 mod tests;

@@ -201,6 +201,9 @@ pub struct Report {
     pub buffers_requested: BufferRequest,
     /// What the kernel applied there, read back.
     pub buffers_applied: Applied,
+    /// The server's data socket buffers at the end, when a rightsize
+    /// server reported them in its `226`.
+    pub server_buffers: Option<rightsize_core::session::report::DataSocketBuffers>,
     /// `SBUF`, if asked for.
     pub sbuf: Option<SbufReport>,
     /// `TCP_INFO` of the data socket when the data had all moved.

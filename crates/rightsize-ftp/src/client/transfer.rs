@@ -25,6 +25,7 @@ use super::error::ClientError;
 use super::local::Sink;
 use super::session::Session;
 use super::{ChecksumReport, Direction, Observer, Options, Output, Progress, Report};
+use rightsize_core::session::report::DataSocketBuffers;
 
 /// Bytes moved per read or write on the data connection.
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -105,6 +106,7 @@ pub fn get(
         data_peer: done.peer,
         buffers_requested: options.buffers.clone(),
         buffers_applied: done.applied,
+        server_buffers: done.server_buffers,
         sbuf,
         tcp_info: done.tcp_info,
         checksum,
@@ -194,6 +196,7 @@ pub fn put(
         data_peer: done.peer,
         buffers_requested: options.buffers.clone(),
         buffers_applied: done.applied,
+        server_buffers: done.server_buffers,
         sbuf,
         tcp_info: done.tcp_info,
         checksum,
@@ -303,6 +306,7 @@ struct DataDone {
     mode: DataMode,
     peer: SocketAddr,
     applied: Applied,
+    server_buffers: Option<DataSocketBuffers>,
     tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
 }
 
@@ -404,6 +408,7 @@ impl DataConn {
             mode: self.mode,
             peer: self.peer,
             applied: self.applied,
+            server_buffers: DataSocketBuffers::from_reply_text(&reply.text()),
             tcp_info,
         })
     }

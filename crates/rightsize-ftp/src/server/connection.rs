@@ -18,6 +18,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rightsize_core::ftp::{LineEvent, LineReader, parse};
 use rightsize_core::session::bench::{BenchHost, BenchPath, classify};
+use rightsize_core::session::report::DataSocketBuffers;
 use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
@@ -325,9 +326,21 @@ impl Conn {
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
         }
-        let out = self
+        let complete = matches!(report.outcome, TransferOutcome::Complete { .. });
+        let mut out = self
             .session
             .transfer_done(report.outcome, &mut self.host, now_unix());
+        // The 226 tells a rightsize client this end's buffers.
+        if let (true, Some(b), Some(Output::Reply(first))) =
+            (complete, report.final_buffers, out.first_mut())
+            && first.code() == 226
+        {
+            *first = DataSocketBuffers {
+                rcvbuf_bytes: b.rcvbuf_bytes,
+                sndbuf_bytes: b.sndbuf_bytes,
+            }
+            .completion_reply();
+        }
         self.act(out)
     }
 

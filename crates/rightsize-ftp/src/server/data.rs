@@ -142,6 +142,8 @@ pub struct DataReport {
     pub strangers_refused: u32,
     /// From connection to the end.
     pub elapsed: Duration,
+    /// The data socket's buffers after the last byte (autotuning moves them).
+    pub final_buffers: Option<socket::BufferState>,
 }
 
 /// Counters a running transfer shares with observers (telemetry).
@@ -171,6 +173,7 @@ pub fn run(
         applied: None,
         strangers_refused: 0,
         elapsed: Duration::ZERO,
+        final_buffers: None,
     };
     let stream = match connect(endpoint, params, abort, &mut report) {
         Ok(stream) => stream,
@@ -184,6 +187,7 @@ pub fn run(
     let _ = stream.set_read_timeout(Some(params.idle_timeout));
     let _ = stream.set_write_timeout(Some(params.idle_timeout));
     on_connect(&stream);
+    let observer = stream.try_clone().ok();
     let started = Instant::now();
     report.outcome = match flow {
         Flow::Send(source) => send(stream, source, progress),
@@ -192,6 +196,7 @@ pub fn run(
         }),
     };
     report.elapsed = started.elapsed();
+    report.final_buffers = observer.and_then(|s| socket::read_buffers(s.as_fd()).ok());
     if abort.is_aborted() {
         report.outcome = TransferOutcome::Aborted;
     }
