@@ -339,12 +339,7 @@ fn idle_sessions_rss(rightsize: &Path, root: &Path, sessions: usize) -> anyhow::
     let mut c = Command::new(rightsize);
     c.args(["serve", "-q", "--listen", "127.0.0.1:0", "--root"])
         .arg(root);
-    let mut child = c
-        .stdout(std::process::Stdio::piped())
-        .stdin(std::process::Stdio::null())
-        .spawn()?;
-    let stdout = child.stdout.take().context("no stdout")?;
-    let guard = ChildGuard(child);
+    let (server, stdout) = Daemon::start_piped("rightsize serve (idle sessions)", c)?;
     let mut banner = String::new();
     BufReader::new(stdout).read_line(&mut banner)?;
     let addr: SocketAddr = banner
@@ -353,7 +348,7 @@ fn idle_sessions_rss(rightsize: &Path, root: &Path, sessions: usize) -> anyhow::
         .and_then(|r| r.split('/').next())
         .and_then(|a| a.parse().ok())
         .with_context(|| format!("no address in {banner:?}"))?;
-    let before = vm_rss_kib(guard.0.id())?;
+    let before = vm_rss_kib(server.pid())?;
     let mut conns = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         let mut s = TcpStream::connect(addr)?;
@@ -371,18 +366,9 @@ fn idle_sessions_rss(rightsize: &Path, root: &Path, sessions: usize) -> anyhow::
     for s in &mut conns {
         expect(s, "200")?;
     }
-    let after = vm_rss_kib(guard.0.id())?;
+    let after = vm_rss_kib(server.pid())?;
     drop(conns);
     Ok((before, after))
-}
-
-struct ChildGuard(std::process::Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn expect(s: &mut TcpStream, code: &str) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! Child processes for benchmarks: servers that stop when dropped, and
 //! clients whose wall time and output are kept.
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -26,6 +26,28 @@ impl Daemon {
             name: name.into(),
             child,
         })
+    }
+
+    /// Starts `command` with its stdout piped to the caller (to read a
+    /// banner), stderr discarded.
+    pub fn start_piped(name: &str, mut command: Command) -> anyhow::Result<(Daemon, ChildStdout)> {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {name} ({command:?})"))?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let daemon = Daemon {
+            name: name.into(),
+            child,
+        };
+        Ok((daemon, stdout))
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Fails if the process has already exited.

@@ -35,6 +35,15 @@ pub enum NetnsError {
         #[source]
         source: io::Error,
     },
+    /// Writing a namespace's own `/etc/hosts`.
+    #[error("cannot write {path}")]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// The command ran and failed.
     #[error("`{command}` failed: {stderr}")]
     Failed {
@@ -95,12 +104,10 @@ impl Namespace {
         for (addr, name) in entries {
             text.push_str(&format!("{addr} {name}\n"));
         }
+        let path = dir.join("hosts");
         std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(dir.join("hosts"), text))
-            .map_err(|source| NetnsError::Spawn {
-                command: format!("write {}/hosts", dir.display()),
-                source,
-            })
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|source| NetnsError::Write { path, source })
     }
 
     /// Its name.

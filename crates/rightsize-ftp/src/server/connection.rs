@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::{self, JoinHandle};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use rightsize_core::ftp::{LineEvent, LineReader, parse};
 use rightsize_core::session::bench::{BenchHost, BenchPath, classify};
@@ -23,11 +23,11 @@ use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
 
-use super::Shared;
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::host::FsHost;
 use super::limits::Slot;
 use super::telemetry::TransferLog;
+use super::{Shared, now_unix};
 
 /// Stack of the reader thread: it only copies bytes into a channel.
 const READER_STACK_BYTES: usize = 64 * 1024;
@@ -134,12 +134,6 @@ fn read_control(mut reader: TcpStream, events: SyncSender<Event>) {
         }
     }
     let _ = events.send(Event::Closed);
-}
-
-fn now_unix() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 impl Conn {

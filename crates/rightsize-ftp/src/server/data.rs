@@ -298,9 +298,8 @@ fn send(mut stream: TcpStream, source: Source, progress: &Progress) -> TransferO
     }
 }
 
-/// Closes the sending side so the client sees the end of the file, and
-/// waits (briefly) for the client to close too, so no byte is cut off by a
-/// reset.
+/// Closes the sending side (a FIN after the last byte) so the client sees
+/// the end of the file.
 fn finish_send(stream: TcpStream, progress: &Progress) -> TransferOutcome {
     let bytes = progress.bytes.load(Ordering::Relaxed);
     if let Err(e) = stream.shutdown(Shutdown::Write) {
@@ -365,32 +364,50 @@ fn send_zero_file(
 ) -> Result<(), SendError> {
     let mut offset: libc::off_t = 0;
     while remaining > 0 {
-        let at = usize::try_from(offset).unwrap_or(0);
-        if at >= ZERO_FILE_BYTES {
+        if usize::try_from(offset).map_or(true, |at| at >= ZERO_FILE_BYTES) {
             offset = 0;
         }
+        let left_in_file = ZERO_FILE_BYTES - usize::try_from(offset).unwrap_or(0);
         let n = usize::try_from(remaining)
             .unwrap_or(usize::MAX)
-            .min(ZERO_FILE_BYTES - usize::try_from(offset).unwrap_or(0));
-        // SAFETY: both descriptors are open; `offset` is ours.
-        let sent = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut offset, n) };
-        match sent {
-            n if n > 0 => {
-                remaining -= n as u64;
-                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            }
+            .min(left_in_file);
+        match sendfile(stream, file, Some(&mut offset), n)? {
             0 => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
-            _ => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EAGAIN) => return Err(idle_timeout().into()),
-                    _ => return Err(e.into()),
-                }
+            sent => {
+                remaining -= sent as u64;
+                progress.bytes.fetch_add(sent as u64, Ordering::Relaxed);
             }
         }
     }
     Ok(())
+}
+
+/// One `sendfile(2)` of at most `count` bytes, from `offset` (advanced) or
+/// from the file's own position; retried on EINTR. Returns the bytes sent,
+/// 0 at the end of the file. EIO is the file's fault, EAGAIN (the send
+/// timeout) the idle timeout, anything else the network's.
+fn sendfile(
+    stream: &TcpStream,
+    file: &File,
+    offset: Option<&mut libc::off_t>,
+    count: usize,
+) -> Result<usize, SendError> {
+    let offset = offset.map_or(std::ptr::null_mut(), |o| o as *mut libc::off_t);
+    loop {
+        // SAFETY: both descriptors are open for the call; `offset` is null
+        // (the file's own position, which sendfile advances) or ours.
+        let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), offset, count) };
+        if let Ok(sent) = usize::try_from(n) {
+            return Ok(sent);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EIO) => return Err(SendError::Local(e)),
+            Some(libc::EAGAIN) => return Err(SendError::Network(idle_timeout())),
+            _ => return Err(SendError::Network(e)),
+        }
+    }
 }
 
 fn idle_timeout() -> io::Error {
@@ -424,34 +441,10 @@ fn write_zeros(
 /// from the page cache to the socket without a copy through user space.
 fn send_file(stream: &TcpStream, file: &File, progress: &Progress) -> Result<(), SendError> {
     loop {
-        // SAFETY: both descriptors are open for the call; a null offset
-        // means the file's own position, which sendfile advances.
-        let n = unsafe {
-            libc::sendfile(
-                stream.as_raw_fd(),
-                file.as_raw_fd(),
-                std::ptr::null_mut(),
-                COPY_CHUNK_BYTES,
-            )
-        };
-        match n {
+        match sendfile(stream, file, None, COPY_CHUNK_BYTES)? {
             0 => return Ok(()),
-            n if n > 0 => {
-                progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            _ => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EIO) => return Err(SendError::Local(e)),
-                    Some(libc::EAGAIN) => {
-                        return Err(SendError::Network(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            "the data connection moved nothing for the idle timeout",
-                        )));
-                    }
-                    _ => return Err(SendError::Network(e)),
-                }
+            sent => {
+                progress.bytes.fetch_add(sent as u64, Ordering::Relaxed);
             }
         }
     }

@@ -33,7 +33,7 @@ pub(super) struct FsHost {
     passive: Option<(SocketAddr, TcpListener)>,
 }
 
-fn fs_error(e: &RootError) -> FsError {
+fn fs_error(e: RootError) -> FsError {
     match e {
         RootError::NotFound { .. } => FsError::NotFound,
         RootError::PermissionDenied { .. }
@@ -91,7 +91,7 @@ impl FsHost {
             .shared
             .root
             .open_read(path.relative_bytes())
-            .map_err(|e| fs_error(&e))?;
+            .map_err(fs_error)?;
         if offset > 0 {
             file.seek(SeekFrom::Start(offset))
                 .map_err(|e| FsError::Other(e.to_string()))?;
@@ -115,7 +115,7 @@ impl FsHost {
             .shared
             .root
             .begin_store(path.relative_bytes(), keep)
-            .map_err(|e| fs_error(&e))?;
+            .map_err(fs_error)?;
         Ok(Box::new(Pending(pending)))
     }
 
@@ -171,7 +171,7 @@ impl ServerHost for FsHost {
             .shared
             .root
             .metadata(path.relative_bytes())
-            .map_err(|e| fs_error(&e))?;
+            .map_err(fs_error)?;
         metadata(&stat).ok_or(FsError::NotFound)
     }
 
@@ -180,7 +180,7 @@ impl ServerHost for FsHost {
             .shared
             .root
             .read_dir(path.relative_bytes())
-            .map_err(|e| fs_error(&e))?;
+            .map_err(fs_error)?;
         Ok(entries
             .into_iter()
             .filter_map(|entry| {
@@ -196,28 +196,28 @@ impl ServerHost for FsHost {
         self.shared
             .root
             .create_dir(path.relative_bytes())
-            .map_err(|e| fs_error(&e))
+            .map_err(fs_error)
     }
 
     fn remove_dir(&mut self, path: &VirtualPath) -> Result<(), FsError> {
         self.shared
             .root
             .remove_dir(path.relative_bytes())
-            .map_err(|e| fs_error(&e))
+            .map_err(fs_error)
     }
 
     fn remove_file(&mut self, path: &VirtualPath) -> Result<(), FsError> {
         self.shared
             .root
             .remove_file(path.relative_bytes())
-            .map_err(|e| fs_error(&e))
+            .map_err(fs_error)
     }
 
     fn rename(&mut self, from: &VirtualPath, to: &VirtualPath) -> Result<(), FsError> {
         self.shared
             .root
             .rename(from.relative_bytes(), to.relative_bytes())
-            .map_err(|e| fs_error(&e))
+            .map_err(fs_error)
     }
 
     fn checksum(

@@ -145,6 +145,14 @@ pub enum ServerError {
     },
 }
 
+/// Seconds since the Unix epoch: the server's only reading of the wall
+/// clock (the session takes it as an argument).
+fn now_unix() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
 /// What every session of a server shares.
 #[derive(Debug)]
 struct Shared {
@@ -202,9 +210,7 @@ impl Server {
                     source,
                 }
             })?;
-        let started_unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let started_unix = now_unix();
         let session_config = SessionConfig {
             anonymous: config.anonymous,
             login_timeout: config.login_timeout,

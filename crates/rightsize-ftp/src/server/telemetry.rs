@@ -5,14 +5,13 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rightsize_core::session::TransferKind;
 use rightsize_core::telemetry::{Direction, Role};
 use rightsize_sys::telemetry::Sampler;
 
-use super::Shared;
 use super::data::{DataReport, Progress};
+use super::{Shared, now_unix};
 use crate::telemetry::{self, Describe};
 
 /// The record of one data connection of one session.
@@ -74,9 +73,7 @@ impl TransferLog {
     /// Called once the data connection is up: starts the telemetry file.
     pub(super) fn start(&self, socket: &TcpStream, progress: &Arc<Progress>) -> Option<Sampler> {
         let dir = self.shared.config.telemetry_dir.as_ref()?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = now_unix();
         let name = format!(
             "{now}-{}-{}-{}-{}.jsonl",
             self.peer.ip(),
@@ -136,8 +133,12 @@ impl TransferLog {
             };
             format!(" rcvbuf {} sndbuf {}", show(&a.rcvbuf), show(&a.sndbuf))
         });
+        let strangers = match report.strangers_refused {
+            0 => String::new(),
+            n => format!("; refused {n} data connection(s) from other addresses"),
+        };
         self.shared.log(&format!(
-            "{} #{}: {}: {:?} in {secs:.3} s{applied}",
+            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}",
             self.peer, self.number, self.what, report.outcome
         ));
     }
