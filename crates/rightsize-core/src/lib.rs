@@ -13,6 +13,7 @@ pub mod checksum;
 pub mod ftp;
 pub mod host;
 pub mod passwd;
+pub mod path;
 pub mod session;
 pub mod tcpinfo;
 pub mod telemetry;

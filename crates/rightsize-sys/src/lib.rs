@@ -4,12 +4,15 @@
 //! clamp and congestion-control setting read back (`socket`), reads the
 //! kernel's `struct tcp_info` (`tcp_info`), and keeps the FTP server's file
 //! access inside its served directory (`rootfs`), and makes network namespaces joined by veth pairs
-//! (`netns`). The emulator driver will live here too. Every system call is wrapped so
+//! (`netns`), and runs emulated WAN paths (`emu`: the Rattan driver, netem, the
+//! fidelity counters). Every system call is wrapped so
 //! that its error names the call and the path or address it was given.
 
+pub mod emu;
 pub mod netns;
 pub mod random;
 pub mod rootfs;
+pub mod signals;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;

@@ -44,6 +44,17 @@ pub enum NetnsError {
         #[source]
         source: io::Error,
     },
+    /// Entering a namespace (opening `/var/run/netns/NAME`, `setns`).
+    #[error(
+        "cannot enter network namespace {name} (is it up? `ip netns list` shows the namespaces)"
+    )]
+    Enter {
+        /// The namespace.
+        name: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// The command ran and failed.
     #[error("`{command}` failed: {stderr}")]
     Failed {
@@ -99,15 +110,7 @@ impl Namespace {
     /// `/etc/netns/NAME/hosts` over it), so programs that look up their own
     /// address by name (globus-gridftp-server does) find it without DNS.
     pub fn set_hosts(&self, entries: &[(Ipv4Addr, &str)]) -> Result<(), NetnsError> {
-        let dir = Path::new(ETC_NETNS).join(&self.name);
-        let mut text = String::from("127.0.0.1 localhost\n::1 localhost\n");
-        for (addr, name) in entries {
-            text.push_str(&format!("{addr} {name}\n"));
-        }
-        let path = dir.join("hosts");
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&path, text))
-            .map_err(|source| NetnsError::Write { path, source })
+        write_hosts(&self.name, entries)
     }
 
     /// Its name.
@@ -117,31 +120,165 @@ impl Namespace {
 
     /// A command that runs `program` inside the namespace.
     pub fn command(&self, program: &str) -> Command {
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &self.name, program]);
-        command
+        command_in(&self.name, program)
     }
 
     /// Writes a sysctl inside the namespace (the `net.*` ones are per
     /// namespace), e.g. `net.ipv4.tcp_rmem`, `4096 131072 33554432`.
     pub fn sysctl(&self, key: &str, value: &str) -> Result<(), NetnsError> {
-        ip(&[
-            "netns",
-            "exec",
-            &self.name,
-            "sysctl",
-            "-q",
-            "-w",
-            &format!("{key}={value}"),
-        ])
-        .map(|_| ())
+        sysctl_in(&self.name, key, value)
     }
+}
+
+/// Gives namespace `name` its own `/etc/hosts` (see [`Namespace::set_hosts`]).
+pub fn write_hosts(name: &str, entries: &[(Ipv4Addr, &str)]) -> Result<(), NetnsError> {
+    let dir = Path::new(ETC_NETNS).join(name);
+    let mut text = String::from("127.0.0.1 localhost\n::1 localhost\n");
+    for (addr, host) in entries {
+        text.push_str(&format!("{addr} {host}\n"));
+    }
+    let path = dir.join("hosts");
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|source| NetnsError::Write { path, source })
+}
+
+/// Removes what [`write_hosts`] wrote for `name`.
+pub fn remove_hosts(name: &str) {
+    let _ = std::fs::remove_dir_all(Path::new(ETC_NETNS).join(name));
+}
+
+/// A command that runs `program` inside namespace `name` (`ip netns exec`,
+/// which also mounts the namespace's own `/etc/hosts`).
+pub fn command_in(name: &str, program: &str) -> Command {
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", name, program]);
+    command
+}
+
+/// Writes a sysctl inside namespace `name`.
+pub fn sysctl_in(name: &str, key: &str, value: &str) -> Result<(), NetnsError> {
+    ip(&[
+        "netns",
+        "exec",
+        name,
+        "sysctl",
+        "-q",
+        "-w",
+        &format!("{key}={value}"),
+    ])
+    .map(|_| ())
+}
+
+/// Reads a sysctl inside namespace `name` (`net.core.rmem_max` ->
+/// `/proc/sys/net/core/rmem_max` as the namespace sees it), trimmed.
+pub fn sysctl_read_in(name: &str, key: &str) -> Result<String, NetnsError> {
+    let output = ip(&["netns", "exec", name, "sysctl", "-n", key])?;
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Runs `f` on a thread that has entered namespace `name`
+/// (`/var/run/netns/NAME`); sockets it opens live in that namespace.
+pub fn run_in<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NetnsError> {
+    use std::os::fd::AsRawFd;
+    let path = Path::new(NETNS_DIR).join(name);
+    let file = std::fs::File::open(&path).map_err(|source| NetnsError::Enter {
+        name: name.to_owned(),
+        source,
+    })?;
+    let handle = std::thread::spawn(move || -> Result<T, io::Error> {
+        // SAFETY: setns on a valid namespace fd changes only this thread.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(f())
+    });
+    match handle.join() {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(source)) => Err(NetnsError::Enter {
+            name: name.to_owned(),
+            source,
+        }),
+        Err(_) => Err(NetnsError::Failed {
+            command: format!("a thread in namespace {name}"),
+            stderr: "panicked".to_owned(),
+        }),
+    }
+}
+
+/// Where `ip netns` keeps named namespaces.
+pub const NETNS_DIR: &str = "/var/run/netns";
+
+/// The namespaces `ip netns list` shows, by name.
+pub fn list() -> Result<Vec<String>, NetnsError> {
+    let output = ip(&["netns", "list"])?;
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect())
+}
+
+/// Deletes namespace `name`.
+pub fn delete(name: &str) -> Result<(), NetnsError> {
+    ip(&["netns", "del", name]).map(|_| ())?;
+    remove_hosts(name);
+    Ok(())
+}
+
+/// The processes whose network namespace is `name`'s.
+pub fn processes_in(name: &str) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(Path::new(NETNS_DIR).join(name)) else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(ns) = std::fs::metadata(entry.path().join("ns/net"))
+            && ns.ino() == target.ino()
+            && ns.dev() == target.dev()
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Stops every process in namespace `name`: SIGTERM, then SIGKILL after
+/// `grace`. Returns how many there were.
+pub fn kill_processes_in(name: &str, grace: std::time::Duration) -> usize {
+    let pids = processes_in(name);
+    for &pid in &pids {
+        // SAFETY: kill(2) with a pid read from /proc; a stale pid fails harmlessly.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline && !processes_in(name).is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for pid in processes_in(name) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+    pids.len()
 }
 
 impl Drop for Namespace {
     fn drop(&mut self) {
         let _ = ip(&["netns", "del", &self.name]);
-        let _ = std::fs::remove_dir_all(Path::new(ETC_NETNS).join(&self.name));
+        remove_hosts(&self.name);
     }
 }
 

@@ -44,6 +44,20 @@ pub fn read_host_settings() -> (HostSettings, Vec<SysctlError>) {
     (settings, errors)
 }
 
+/// Reads a host sysctl by its dotted name (`net.core.rmem_max`), trimmed.
+pub fn read_key(key: &str) -> Result<String, io::Error> {
+    std::fs::read_to_string(proc_path(key)).map(|s| s.trim().to_owned())
+}
+
+/// Writes a host sysctl by its dotted name.
+pub fn write_key(key: &str, value: &str) -> Result<(), io::Error> {
+    std::fs::write(proc_path(key), value)
+}
+
+fn proc_path(key: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/sys/{}", key.replace('.', "/")))
+}
+
 /// The running kernel's release (`/proc/sys/kernel/osrelease`), as `uname -r`.
 pub fn kernel_release() -> Result<String, io::Error> {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned())

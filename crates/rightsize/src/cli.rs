@@ -38,6 +38,9 @@ pub enum Command {
     /// Add a user to the FTP server's user file, change a password, or delete a user.
     #[command(long_about = PASSWD_ABOUT)]
     Passwd(PasswdArgs),
+    /// Emulated WAN paths: two hosts in network namespaces joined by an emulated link.
+    #[command(long_about = crate::path::PATH_ABOUT)]
+    Path(crate::path::PathArgs),
 }
 
 const GET_ABOUT: &str = "\

@@ -7,6 +7,7 @@
 mod advise;
 mod cli;
 mod passwd;
+mod path;
 mod serve;
 mod transfer;
 mod transfer_output;
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
         cli::Command::Get(args) => transfer::run_get(&args),
         cli::Command::Put(args) => transfer::run_put(&args),
         cli::Command::Passwd(args) => passwd::run(&args),
+        cli::Command::Path(args) => path::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,151 @@
+//! Every run checks its own apparatus. Three checks, each a number measured
+//! by the system layer and judged here:
+//!
+//! - **idle RTT**: the smallest of several idle round trips must be within
+//!   1 ms + 2% of the configured round-trip delay (and never below it);
+//! - **emulator CPU**: the emulator's busiest thread must have been busy
+//!   less than 90% of the run, or its own queueing, not the spec, shaped the
+//!   traffic;
+//! - **losses**: the senders' retransmitted segments must be accounted for
+//!   by packets the emulator dropped (queue overflow or random loss), with a
+//!   little slack for tail-loss probes; more retransmissions than drops mean
+//!   the emulator delayed or reordered packets enough to fool TCP.
+//!
+//! A run that fails a check is invalid; results keep it, marked, and never
+//! use it silently.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The busiest emulator thread's share of the run above which a run is flagged.
+pub const CPU_LIMIT: f64 = 0.90;
+
+/// Retransmissions allowed beyond the drops: tail-loss probes retransmit
+/// without a loss, once per flight's tail.
+pub const RETRANS_SLACK_SEGMENTS: u64 = 10;
+
+/// How far above the configured RTT an idle round trip may be: 1 ms + 2%.
+pub fn rtt_tolerance(configured: Duration) -> Duration {
+    Duration::from_millis(1) + configured / 50
+}
+
+/// What the system layer measured for one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Measured {
+    /// The configured round-trip delay.
+    pub configured_rtt: Duration,
+    /// Idle round trips measured before the run.
+    pub idle_rtts: Vec<Duration>,
+    /// The emulator's busiest thread: CPU time over wall time, 0..1 (or
+    /// more than 1 never; `None` when the emulator is the kernel's netem).
+    pub emulator_cpu: Option<f64>,
+    /// Packets the emulator dropped during the run (both directions).
+    pub emulator_drops: Option<u64>,
+    /// Segments the hosts retransmitted during the run (both hosts).
+    pub retransmitted_segments: Option<u64>,
+}
+
+/// The verdict on one check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// `idle_rtt`, `emulator_cpu` or `losses`.
+    pub name: &'static str,
+    /// Passed; `None` when it could not be measured (not a failure, but said).
+    pub ok: Option<bool>,
+    /// One line with the numbers.
+    pub detail: String,
+}
+
+/// The verdict on a run's apparatus.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fidelity {
+    /// Every check.
+    pub checks: Vec<Check>,
+    /// No check failed.
+    pub valid: bool,
+    /// What was measured.
+    pub measured: Measured,
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Judges what was measured.
+pub fn judge(measured: Measured) -> Fidelity {
+    let mut checks = Vec::new();
+    let configured = measured.configured_rtt;
+    let tolerance = rtt_tolerance(configured);
+    checks.push(match measured.idle_rtts.iter().min() {
+        None => Check {
+            name: "idle_rtt",
+            ok: Some(false),
+            detail: format!(
+                "no idle round trip could be measured (configured {})",
+                ms(configured)
+            ),
+        },
+        Some(&min) => {
+            let ok =
+                min + Duration::from_micros(200) >= configured && min <= configured + tolerance;
+            Check {
+                name: "idle_rtt",
+                ok: Some(ok),
+                detail: format!(
+                    "idle RTT {} (min of {}) vs configured {}, tolerance +{}",
+                    ms(min),
+                    measured.idle_rtts.len(),
+                    ms(configured),
+                    ms(tolerance)
+                ),
+            }
+        }
+    });
+    checks.push(match measured.emulator_cpu {
+        None => Check {
+            name: "emulator_cpu",
+            ok: None,
+            detail: "emulator CPU not measured (kernel qdiscs)".to_owned(),
+        },
+        Some(share) => Check {
+            name: "emulator_cpu",
+            ok: Some(share <= CPU_LIMIT),
+            detail: format!(
+                "emulator's busiest thread {:.0}% busy (limit {:.0}%)",
+                share * 100.0,
+                CPU_LIMIT * 100.0
+            ),
+        },
+    });
+    checks.push(
+        match (measured.emulator_drops, measured.retransmitted_segments) {
+            (Some(drops), Some(retrans)) => {
+                let allowed = drops + drops / 20 + RETRANS_SLACK_SEGMENTS;
+                Check {
+                    name: "losses",
+                    ok: Some(retrans <= allowed),
+                    detail: format!(
+                        "{retrans} segments retransmitted, {drops} packets dropped by the emulator{}",
+                        if retrans <= allowed {
+                            ""
+                        } else {
+                            ": retransmissions the emulator's drops do not explain"
+                        }
+                    ),
+                }
+            }
+            _ => Check {
+                name: "losses",
+                ok: None,
+                detail: "drops or retransmissions not measured".to_owned(),
+            },
+        },
+    );
+    let valid = checks.iter().all(|c| c.ok != Some(false));
+    Fidelity {
+        checks,
+        valid,
+        measured,
+    }
+}
