@@ -183,6 +183,7 @@ fn usage(message: &str) -> ExitCode {
 
 /// Brings the spec up after clearing what dead runs left behind.
 fn bring_up(spec: &PathSpec, name: Option<String>, owned: bool) -> anyhow::Result<EmulatedPath> {
+    emu::preflight_root()?;
     for removed in emu::down_stale().context("clearing what earlier runs left behind")? {
         eprintln!("removed {removed}, left behind by a run that died");
     }

@@ -609,7 +609,9 @@ pub fn down_all() -> Result<Vec<String>, EmuError> {
     Ok(removed)
 }
 
-fn preflight_root() -> Result<(), EmuError> {
+/// Checks what every backend needs (root, `/dev/net/tun`) before anything
+/// is touched.
+pub fn preflight_root() -> Result<(), EmuError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err(EmuError::Missing {

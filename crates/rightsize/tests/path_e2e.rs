@@ -1,0 +1,377 @@
+//! `rightsize path` end to end: real kernel TCP through Rattan between two
+//! namespaces. Needs root, iperf3 and the pinned rattan (scripts/setup
+//! installs both); in CI these run, they do not skip.
+//!
+//! The tests share the machine's two cores and `down --all` removes every
+//! path, so they run one at a time (a lock per test binary).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn rightsize() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rightsize"))
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let output = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// `path run SPEC --results R -- iperf3 -J ...`; returns (results, iperf3 JSON).
+fn iperf_run(dir: &Path, spec: &Path, iperf: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let results = dir.join("results.json");
+    let mut cmd = rightsize();
+    cmd.args(["path", "run"])
+        .arg(spec)
+        .arg("--results")
+        .arg(&results)
+        .args(["--", "iperf3", "-c", "right", "-J"])
+        .args(iperf);
+    let output = run_ok(&mut cmd);
+    let iperf: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 -J output: {e}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    (json(&results), iperf)
+}
+
+fn received_mbps(iperf: &serde_json::Value) -> f64 {
+    iperf["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e6
+}
+
+fn interval_mbps(iperf: &serde_json::Value) -> Vec<f64> {
+    iperf["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
+                .map(|b| b / 1e6)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn check(results: &serde_json::Value, name: &str) -> serde_json::Value {
+    results["fidelity"]["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == name).cloned())
+        .unwrap_or_else(|| panic!("no {name} check in {results}"))
+}
+
+fn retransmitted(results: &serde_json::Value) -> u64 {
+    results["fidelity"]["measured"]["retransmitted_segments"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no retransmission count in {results}"))
+}
+
+const IPERF_SERVER: &str = "[right]\ncommand = [\"iperf3\", \"-s\"]\n";
+const BIG_BUFFERS: &str =
+    "tcp_rmem = \"4096 131072 33554432\"\ntcp_wmem = \"4096 16384 33554432\"\n";
+
+#[test]
+fn a_100_mbit_50_ms_path_has_its_rtt_and_carries_90_mbit() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let spec = write(
+        dir.path(),
+        "lfn.toml",
+        &format!(
+            "rate = \"100Mbit\"\ndelay = \"25ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}congestion = \"cubic\"\n{IPERF_SERVER}{BIG_BUFFERS}"
+        ),
+    );
+    let (results, iperf) = iperf_run(dir.path(), &spec, &["-t", "8", "-O", "2"]);
+    let rtt = check(&results, "idle_rtt");
+    assert_eq!(rtt["ok"], true, "{rtt}");
+    assert!(
+        rtt["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("configured 50.00 ms"),
+        "{rtt}"
+    );
+    assert_eq!(results["fidelity"]["valid"], true, "{results}");
+    let mbps = received_mbps(&iperf);
+    assert!(mbps >= 90.0, "{mbps:.1} Mbit/s through a 100 Mbit/s path");
+}
+
+#[test]
+fn a_shallow_queue_loses_and_a_bdp_queue_with_a_clamped_window_does_not() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let shallow = write(
+        dir.path(),
+        "shallow.toml",
+        &format!(
+            "rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"0.1bdp\"\n[left]\ncongestion = \"cubic\"\n{BIG_BUFFERS}{IPERF_SERVER}{BIG_BUFFERS}"
+        ),
+    );
+    let (results, _) = iperf_run(dir.path(), &shallow, &["-t", "6"]);
+    let lost = retransmitted(&results);
+    assert!(
+        lost > 0,
+        "no retransmissions with a 0.1 x BDP queue: {results}"
+    );
+    assert_eq!(check(&results, "losses")["ok"], true, "{results}");
+
+    // A window just below the 2.5 MB BDP never fills a 1 x BDP queue: the
+    // right host serves zeros, the left one fetches them with its receive
+    // window clamped to 2.3 MB. Slow start may still lose a few packets to
+    // the emulator's input (cubic without fq sends line-rate bursts); after
+    // it, the sender's telemetry must show no retransmission.
+    let root = dir.path().join("root");
+    let telemetry = dir.path().join("telemetry");
+    for d in [&root, &telemetry] {
+        std::fs::create_dir(d).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let deep = write(
+        dir.path(),
+        "deep.toml",
+        &format!(
+            "rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}[right]\ncongestion = \"cubic\"\n{BIG_BUFFERS}command = [\"{}\", \"serve\", \"--root\", \"{}\", \"--listen\", \"0.0.0.0:2121\", \"--telemetry-dir\", \"{}\"]\n",
+            env!("CARGO_BIN_EXE_rightsize"),
+            root.display(),
+            telemetry.display()
+        ),
+    );
+    let mut cmd = rightsize();
+    cmd.args(["path", "run"])
+        .arg(&deep)
+        .args(["--", env!("CARGO_BIN_EXE_rightsize"), "get"])
+        .args(["ftp://right:2121/.rightsize/zero/150MB", "-o", "/dev/null"])
+        .args(["--window-clamp", "2300000"]);
+    run_ok(&mut cmd);
+    let mut samples = Vec::new();
+    for entry in std::fs::read_dir(&telemetry)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line)
+                && let (Some(t), Some(r)) = (v["t_s"].as_f64(), v["total_retrans_segs"].as_u64())
+            {
+                samples.push((t, r));
+            }
+        }
+    }
+    let after_slow_start = samples.iter().find(|(t, _)| *t >= 2.5).map(|(_, r)| *r);
+    let last = samples.last().map(|(_, r)| *r);
+    assert!(
+        after_slow_start.is_some() && after_slow_start == last,
+        "retransmissions after slow start with a window below the BDP: {samples:?}"
+    );
+}
+
+#[test]
+fn a_rate_schedule_shows_in_the_throughput() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let spec = write(
+        dir.path(),
+        "steps.toml",
+        &format!(
+            "delay = \"10ms\"\nqueue = \"1bdp\"\n[[uplink.steps]]\nfor = \"4s\"\nrate = \"200Mbit\"\n[[uplink.steps]]\nfor = \"4s\"\nrate = \"50Mbit\"\n[downlink]\nrate = \"200Mbit\"\n[left]\n{BIG_BUFFERS}{IPERF_SERVER}{BIG_BUFFERS}"
+        ),
+    );
+    let (results, iperf) = iperf_run(dir.path(), &spec, &["-t", "12", "-i", "1"]);
+    assert_eq!(results["fidelity"]["valid"], true, "{results}");
+    let seconds = interval_mbps(&iperf);
+    let fast = seconds.iter().filter(|m| **m > 150.0).count();
+    let slow = seconds.iter().filter(|m| **m < 60.0 && **m > 30.0).count();
+    // Each 8 s period has 4 s at each rate; whole seconds inside each phase:
+    // at least 2 of each in 12 s, wherever the schedule's phase starts.
+    assert!(fast >= 2 && slow >= 2, "per-second Mbit/s: {seconds:.0?}");
+}
+
+#[test]
+fn unresponsive_cross_traffic_takes_its_share() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let spec = write(
+        dir.path(),
+        "cross.toml",
+        &format!(
+            "rate = \"200Mbit\"\ndelay = \"10ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}{IPERF_SERVER}{BIG_BUFFERS}[[cross]]\nkind = \"udp\"\nrate = \"100Mbit\"\n"
+        ),
+    );
+    let (_, iperf) = iperf_run(dir.path(), &spec, &["-t", "8", "-O", "2"]);
+    let mbps = received_mbps(&iperf);
+    assert!(
+        (80.0..=115.0).contains(&mbps),
+        "{mbps:.1} Mbit/s beside 100 Mbit/s of UDP on a 200 Mbit/s path"
+    );
+}
+
+#[test]
+fn down_all_cleans_up_after_a_killed_run() {
+    let _one = lock();
+    let mut run = rightsize()
+        .args([
+            "path",
+            "run",
+            "--rate",
+            "10Mbit",
+            "--delay",
+            "5ms",
+            "--name",
+            "rs-killed",
+        ])
+        .args(["--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let state = Path::new("/run/rightsize/paths/rs-killed/state.json");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let record = loop {
+        if let Ok(text) = std::fs::read_to_string(state)
+            && let Ok(record) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "the path never came up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Wait for the command to start in the left namespace.
+    let left = record["left"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while namespace_pids(&left).len() < 2 {
+        assert!(Instant::now() < deadline, "sleep never started in {left}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = run.kill(); // SIGKILL: no teardown of its own
+    let _ = run.wait();
+
+    run_ok(rightsize().args(["path", "down", "--all"]));
+    let namespaces =
+        String::from_utf8_lossy(&run_ok(Command::new("ip").args(["netns", "list"])).stdout)
+            .into_owned();
+    let id = record["emulator_id"].as_str().unwrap_or("none");
+    assert!(
+        !namespaces.contains("rs-") && !namespaces.contains(id),
+        "left behind: {namespaces}"
+    );
+    let links =
+        String::from_utf8_lossy(&run_ok(Command::new("ip").args(["link"])).stdout).into_owned();
+    assert!(!links.contains(id), "veths left behind: {links}");
+    let pgrep = Command::new("pgrep").args(["-f", "sleep 600"]).output();
+    assert!(
+        pgrep.map(|o| o.stdout.is_empty()).unwrap_or(true),
+        "the command survived down --all"
+    );
+    if let Some(pid) = record["emulator_pid"].as_u64() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "rattan {pid} still runs: {stat}"
+        );
+    }
+    assert!(!state.exists());
+}
+
+fn namespace_pids(name: &str) -> Vec<u32> {
+    let output = Command::new("ip").args(["netns", "pids", name]).output();
+    output
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn bad_specs_are_refused_before_anything_is_created() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let trace = write(dir.path(), "bad.trace", "0\n10\nfast\n");
+    let _ = trace;
+    let cases: &[(&str, &str)] = &[
+        ("rate = \"0Mbit\"\n", "zero"),
+        ("rate = \"10Mbit\"\ndelay = \"-5ms\"\n", "negative"),
+        (
+            "rate = \"10Mbit\"\nqueue = \"1000B\"\n",
+            "smaller than one 1500-byte packet",
+        ),
+        ("trace = \"bad.trace\"\n", "line 3"),
+        (
+            "rate = \"10Mbit\"\nlatency = \"5ms\"\n",
+            "unknown field `latency`",
+        ),
+    ];
+    for (text, needle) in cases {
+        let spec = write(dir.path(), "spec.toml", text);
+        let output = rightsize()
+            .args(["path", "up"])
+            .arg(&spec)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{text:?}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{text:?}: {stderr:?} lacks {needle:?}"
+        );
+        assert!(
+            !Path::new("/run/rightsize/paths")
+                .read_dir()
+                .is_ok_and(|mut d| d.next().is_some())
+        );
+    }
+    let output = rightsize()
+        .args(["path", "up", "--rate", "10Mbit"])
+        .arg(dir.path().join("missing.toml"))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing.toml"));
+
+    // Without root: a clear message, nothing created.
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["path", "up", "--rate", "10Mbit"])
+        .output()
+        .unwrap_or_else(|e| panic!("setpriv: {e}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("need root") || stderr.contains("needs root") || stderr.contains("root"),
+        "{stderr}"
+    );
+}
