@@ -42,6 +42,8 @@ pub enum PathCommand {
     Down(DownArgs),
     /// List the paths that are up.
     List,
+    /// Check a spec and print what it means and the emulator configuration it makes (no root).
+    Show(ShowArgs),
     /// Bring a path up, run a command on one side while the spec's commands and cross
     /// traffic run, check the apparatus, tear it down.
     Run(RunArgs),
@@ -79,6 +81,15 @@ pub struct UpArgs {
     /// Print the path as one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Also print the Rattan configuration and the netem commands.
+    #[arg(long)]
+    pub config: bool,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +147,7 @@ pub fn run(args: PathArgs) -> anyhow::Result<ExitCode> {
         PathCommand::Exec(exec) => run_exec(exec),
         PathCommand::Down(down) => run_down(down),
         PathCommand::List => run_list(),
+        PathCommand::Show(show) => run_show(show),
         PathCommand::Run(run) => run_run(run),
     }
 }
@@ -347,6 +359,60 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
             "tear it down:            rightsize path down {}",
             path_record.name
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let spec = match load_spec(&args.spec) {
+        Ok(spec) => spec,
+        Err(e) => return Ok(usage(&e)),
+    };
+    for line in spec.describe() {
+        println!("{line}");
+    }
+    println!(
+        "RTT {:.2} ms; BDP left -> right {}, right -> left {}",
+        spec.rtt().as_secs_f64() * 1e3,
+        spec.bdp_from(Side::Left).human_si(),
+        spec.bdp_from(Side::Right).human_si()
+    );
+    for side in [Side::Left, Side::Right] {
+        for (key, value) in spec.host(side).sysctls() {
+            println!("{} host: {key} = {value}", side.name());
+        }
+        if let Some(command) = &spec.host(side).command {
+            println!("{} host runs: {}", side.name(), command.join(" "));
+        }
+    }
+    for cross in &spec.cross {
+        println!(
+            "cross traffic: {}",
+            serde_json::to_string(cross).unwrap_or_default()
+        );
+    }
+    if args.config {
+        let files = rightsize_core::path::rattan::config(&spec, "/run/rightsize/paths/NAME");
+        println!("\n# rattan.toml\n{}", files.config);
+        for (name, text) in files.traces {
+            println!("# {name}\n{text}");
+        }
+        for side in [Side::Left, Side::Right] {
+            match rightsize_core::path::netem::plan(&spec, side) {
+                Ok(plan) => {
+                    println!("# netem, {} host", side.name());
+                    for command in plan.setup {
+                        println!("tc {}", command.join(" "));
+                    }
+                    for (at, commands) in plan.schedule {
+                        for command in commands {
+                            println!("at {:?}: tc {}", at, command.join(" "));
+                        }
+                    }
+                }
+                Err(e) => println!("# netem: {e}"),
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
