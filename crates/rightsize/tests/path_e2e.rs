@@ -375,3 +375,56 @@ fn bad_specs_are_refused_before_anything_is_created() {
         "{stderr}"
     );
 }
+
+#[test]
+fn ctrl_c_tears_the_path_down() {
+    let _one = lock();
+    let mut run = rightsize()
+        .args([
+            "path",
+            "run",
+            "--rate",
+            "10Mbit",
+            "--name",
+            "rs-interrupted",
+        ])
+        .args(["--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let state = Path::new("/run/rightsize/paths/rs-interrupted/state.json");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let record = loop {
+        if let Ok(text) = std::fs::read_to_string(state)
+            && let Ok(record) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "the path never came up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let left = record["left"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    while namespace_pids(&left).len() < 2 {
+        assert!(Instant::now() < deadline, "sleep never started in {left}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGINT) };
+    let output = run.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let namespaces =
+        String::from_utf8_lossy(&run_ok(Command::new("ip").args(["netns", "list"])).stdout)
+            .into_owned();
+    let id = record["emulator_id"].as_str().unwrap_or("none");
+    assert!(!namespaces.contains(id), "left behind: {namespaces}");
+    assert!(!state.exists());
+}
