@@ -3,10 +3,13 @@
 //! It reads sysctls (`sysctl`), creates and sizes sockets with every buffer,
 //! clamp and congestion-control setting read back (`socket`), reads the
 //! kernel's `struct tcp_info` (`tcp_info`), and keeps the FTP server's file
-//! access inside its served directory (`rootfs`), and makes network namespaces joined by veth pairs
-//! (`netns`). The emulator driver will live here too. Every system call is wrapped so
-//! that its error names the call and the path or address it was given.
+//! access inside its served directory (`rootfs`), makes network namespaces
+//! joined by veth pairs (`netns`), and sends and sinks cross traffic
+//! (`cross`). The emulator driver will live here too. Every system call is
+//! wrapped so that its error names the call and the path or address it was
+//! given.
 
+pub mod cross;
 pub mod netns;
 pub mod random;
 pub mod rootfs;

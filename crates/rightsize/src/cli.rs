@@ -38,6 +38,10 @@ pub enum Command {
     /// Add a user to the FTP server's user file, change a password, or delete a user.
     #[command(long_about = PASSWD_ABOUT)]
     Passwd(PasswdArgs),
+    // Hidden and temporary: it moves under `rightsize path`.
+    /// Cross traffic for an emulated path: a sink, and UDP or TCP senders.
+    #[command(hide = true, long_about = crate::cross::CROSS_ABOUT)]
+    Cross(crate::cross::CrossArgs),
 }
 
 const GET_ABOUT: &str = "\

@@ -6,6 +6,7 @@
 
 mod advise;
 mod cli;
+mod cross;
 mod passwd;
 mod serve;
 mod transfer;
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
         cli::Command::Get(args) => transfer::run_get(&args),
         cli::Command::Put(args) => transfer::run_put(&args),
         cli::Command::Passwd(args) => passwd::run(&args),
+        cli::Command::Cross(args) => cross::run(args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
