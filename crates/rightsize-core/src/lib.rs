@@ -2,14 +2,16 @@
 //!
 //! This crate reads no clock, opens no socket and touches no file. It holds
 //! the units (bytes, bit rates, durations), the bandwidth-delay arithmetic,
-//! the host-tuning advice, the FTP wire codec, `ftp://` URLs and streaming
-//! checksums. Time, where needed, is an argument. The system layer
+//! the host-tuning advice, the FTP wire codec, `ftp://` URLs, streaming
+//! checksums and the cross-traffic pacing schedule. Time, where needed, is
+//! an argument. The system layer
 //! (`rightsize-sys`) and the binary drive it.
 
 pub mod advice;
 pub mod bdp;
 pub mod check;
 pub mod checksum;
+pub mod cross;
 pub mod ftp;
 pub mod host;
 pub mod passwd;

@@ -3,11 +3,13 @@
 //! It reads sysctls (`sysctl`), creates and sizes sockets with every buffer,
 //! clamp and congestion-control setting read back (`socket`), reads the
 //! kernel's `struct tcp_info` (`tcp_info`), and keeps the FTP server's file
-//! access inside its served directory (`rootfs`), and makes network namespaces joined by veth pairs
-//! (`netns`), and runs emulated WAN paths (`emu`: the Rattan driver, netem, the
-//! fidelity counters). Every system call is wrapped so
-//! that its error names the call and the path or address it was given.
+//! access inside its served directory (`rootfs`), makes network namespaces
+//! joined by veth pairs (`netns`), runs emulated WAN paths (`emu`: the Rattan
+//! driver, netem, the fidelity counters) and sends and sinks their cross
+//! traffic (`cross`). Every system call is wrapped so that its error names
+//! the call and the path or address it was given.
 
+pub mod cross;
 pub mod emu;
 pub mod netns;
 pub mod random;

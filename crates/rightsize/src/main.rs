@@ -6,6 +6,7 @@
 
 mod advise;
 mod cli;
+mod cross;
 mod passwd;
 mod path;
 mod serve;

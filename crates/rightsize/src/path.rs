@@ -42,6 +42,9 @@ pub enum PathCommand {
     Down(DownArgs),
     /// List the paths that are up.
     List,
+    /// Cross traffic for a path (started by specs with [[cross]]): a sink, and UDP or TCP senders.
+    #[command(long_about = crate::cross::CROSS_ABOUT)]
+    Cross(crate::cross::CrossArgs),
     /// Check a spec and print what it means and the emulator configuration it makes (no root).
     Show(ShowArgs),
     /// Bring a path up, run a command on one side while the spec's commands and cross
@@ -148,6 +151,7 @@ pub fn run(args: PathArgs) -> anyhow::Result<ExitCode> {
         PathCommand::Down(down) => run_down(down),
         PathCommand::List => run_list(),
         PathCommand::Show(show) => run_show(show),
+        PathCommand::Cross(cross) => crate::cross::run(cross).map(|()| ExitCode::SUCCESS),
         PathCommand::Run(run) => run_run(run),
     }
 }

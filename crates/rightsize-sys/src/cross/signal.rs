@@ -1,0 +1,115 @@
+//! Ending a cross-traffic run: on `SIGINT` or `SIGTERM` (caught, so that
+//! the run still writes its counters), after a duration, or when the
+//! traffic ends by itself. The handlers only set an atomic; [`wait`] polls
+//! it. Not specific to cross traffic: any long-running command can use it.
+
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{CrossError, POLL_INTERVAL};
+
+/// The signal caught, 0 for none.
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    CAUGHT.store(signal, Ordering::SeqCst);
+}
+
+const SIGNALS: [(libc::c_int, &str); 2] = [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")];
+
+/// `SIGINT` and `SIGTERM` caught until dropped, which restores the previous
+/// handlers. Install one at a time.
+#[derive(Debug)]
+pub struct StopSignals {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl StopSignals {
+    /// Catches `SIGINT` and `SIGTERM` from now on.
+    pub fn install() -> Result<StopSignals, CrossError> {
+        CAUGHT.store(0, Ordering::SeqCst);
+        let mut installed = StopSignals {
+            previous: Vec::new(),
+        };
+        for (signal, name) in SIGNALS {
+            // SAFETY: an all-zero sigaction is valid (empty mask, no flags);
+            // the handler only stores to an atomic.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            // SAFETY: as above; `previous` is written by the kernel.
+            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: valid pointers to two sigaction structs for the call.
+            if unsafe { libc::sigaction(signal, &action, &mut previous) } != 0 {
+                return Err(CrossError::Signal {
+                    signal: name,
+                    source: io::Error::last_os_error(),
+                });
+            }
+            installed.previous.push((signal, previous));
+        }
+        Ok(installed)
+    }
+
+    /// The name of the signal caught since [`StopSignals::install`], if any.
+    pub fn caught(&self) -> Option<&'static str> {
+        let caught = CAUGHT.load(Ordering::SeqCst);
+        SIGNALS
+            .iter()
+            .find(|(signal, _)| *signal == caught)
+            .map(|(_, name)| *name)
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for (signal, previous) in &self.previous {
+            // SAFETY: restores a sigaction the kernel handed us.
+            unsafe { libc::sigaction(*signal, previous, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Why [`wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// `SIGINT` or `SIGTERM`, by name.
+    Signal(&'static str),
+    /// The duration passed.
+    Duration,
+    /// `done()` said the traffic ended by itself.
+    Done,
+}
+
+impl Stopped {
+    /// A word for results files: `SIGTERM`, `duration`, `ended`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stopped::Signal(name) => name,
+            Stopped::Duration => "duration",
+            Stopped::Done => "ended",
+        }
+    }
+}
+
+/// Blocks until a signal is caught, `duration` (if any) has passed, or
+/// `done()` is true; checks every [`POLL_INTERVAL`] at most.
+pub fn wait(signals: &StopSignals, duration: Option<Duration>, done: impl Fn() -> bool) -> Stopped {
+    let start = Instant::now();
+    loop {
+        if let Some(name) = signals.caught() {
+            return Stopped::Signal(name);
+        }
+        if done() {
+            return Stopped::Done;
+        }
+        let nap = match duration.map(|d| d.saturating_sub(start.elapsed())) {
+            Some(left) if left.is_zero() => return Stopped::Duration,
+            Some(left) => left.min(POLL_INTERVAL),
+            None => POLL_INTERVAL,
+        };
+        std::thread::sleep(nap);
+    }
+}
