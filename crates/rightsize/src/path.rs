@@ -480,7 +480,7 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         )));
     }
-    rightsize_sys::signals::install();
+    let signals = rightsize_sys::cross::StopSignals::install()?;
     let path = bring_up(&spec, args.spec.name.clone(), true)?;
     let record = path.record().clone();
     for line in describe(&record, &spec) {
@@ -513,8 +513,8 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
-        if let Some(signal) = rightsize_sys::signals::received() {
-            eprintln!("rightsize: signal {signal}: stopping the command and tearing the path down");
+        if let Some(signal) = signals.caught() {
+            eprintln!("rightsize: {signal}: stopping the command and tearing the path down");
             let _ = child.kill();
             let _ = child.wait();
             break None;
