@@ -379,7 +379,7 @@ fn bad_specs_are_refused_before_anything_is_created() {
 #[test]
 fn ctrl_c_tears_the_path_down() {
     let _one = lock();
-    let mut run = rightsize()
+    let run = rightsize()
         .args([
             "path",
             "run",
