@@ -236,43 +236,8 @@ fn unresponsive_cross_traffic_takes_its_share() {
 #[test]
 fn down_all_cleans_up_after_a_killed_run() {
     let _one = lock();
-    let mut run = rightsize()
-        .args([
-            "path",
-            "run",
-            "--rate",
-            "10Mbit",
-            "--delay",
-            "5ms",
-            "--name",
-            "rs-killed",
-        ])
-        .args(["--", "sleep", "600"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut run, record) = start_sleeping_run("rs-killed", Stdio::null());
     let state = Path::new("/run/rightsize/paths/rs-killed/state.json");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let record = loop {
-        if let Ok(text) = std::fs::read_to_string(state)
-            && let Ok(record) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            break record;
-        }
-        assert!(Instant::now() < deadline, "the path never came up");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // Wait for the command to start in the left namespace.
-    let left = record["left"]["namespace"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while namespace_pids(&left).len() < 2 {
-        assert!(Instant::now() < deadline, "sleep never started in {left}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let _ = run.kill(); // SIGKILL: no teardown of its own
     let _ = run.wait();
 
@@ -301,6 +266,43 @@ fn down_all_cleans_up_after_a_killed_run() {
         );
     }
     assert!(!state.exists());
+}
+
+/// Starts `path run --name NAME -- sleep 600` and waits until the path is
+/// recorded and `sleep` runs in its left namespace; returns the run and
+/// the path's record.
+fn start_sleeping_run(name: &str, stderr: Stdio) -> (std::process::Child, serde_json::Value) {
+    let run = rightsize()
+        .args([
+            "path", "run", "--rate", "10Mbit", "--delay", "5ms", "--name", name,
+        ])
+        .args(["--", "sleep", "600"])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let state = Path::new("/run/rightsize/paths")
+        .join(name)
+        .join("state.json");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let record = loop {
+        if let Ok(text) = std::fs::read_to_string(&state)
+            && let Ok(record) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "the path never came up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let left = record["left"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    while namespace_pids(&left).len() < 2 {
+        assert!(Instant::now() < deadline, "sleep never started in {left}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (run, record)
 }
 
 fn namespace_pids(name: &str) -> Vec<u32> {
@@ -379,39 +381,8 @@ fn bad_specs_are_refused_before_anything_is_created() {
 #[test]
 fn ctrl_c_tears_the_path_down() {
     let _one = lock();
-    let run = rightsize()
-        .args([
-            "path",
-            "run",
-            "--rate",
-            "10Mbit",
-            "--name",
-            "rs-interrupted",
-        ])
-        .args(["--", "sleep", "600"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (run, record) = start_sleeping_run("rs-interrupted", Stdio::piped());
     let state = Path::new("/run/rightsize/paths/rs-interrupted/state.json");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let record = loop {
-        if let Ok(text) = std::fs::read_to_string(state)
-            && let Ok(record) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            break record;
-        }
-        assert!(Instant::now() < deadline, "the path never came up");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let left = record["left"]["namespace"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    while namespace_pids(&left).len() < 2 {
-        assert!(Instant::now() < deadline, "sleep never started in {left}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGINT) };
     let output = run.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
