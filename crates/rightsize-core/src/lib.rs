@@ -16,5 +16,6 @@ pub mod passwd;
 pub mod session;
 pub mod tcpinfo;
 pub mod telemetry;
+pub mod tune;
 pub mod units;
 pub mod url;
