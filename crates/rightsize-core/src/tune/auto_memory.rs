@@ -56,6 +56,8 @@ pub struct Memory {
     request: Option<Bytes>,
     /// A trim showed the memory limiting: the ratio is known, stop trying.
     ratio_known: bool,
+    /// When a replaced clamp was last put back.
+    last_put_back: Option<Duration>,
 }
 
 impl Memory {
@@ -66,6 +68,7 @@ impl Memory {
             ratio: DEFAULT_RATIO,
             request: None,
             ratio_known: false,
+            last_put_back: None,
         }
     }
 
@@ -148,7 +151,18 @@ impl Memory {
                 if buffer <= 0.0 {
                     return Decision::none();
                 }
-                if (clamp - w).abs() > CLAMP_TOLERANCE * w {
+                let replaced = (clamp - w).abs() > CLAMP_TOLERANCE * w;
+                // Put back at most once per two RTTs: a kernel that keeps
+                // replacing it (or refusing it) is not fought every sample.
+                let recently = self
+                    .last_put_back
+                    .zip(view.rtt)
+                    .is_some_and(|(at, rtt)| view.at.saturating_sub(at) < rtt.saturating_mul(2));
+                if replaced && recently {
+                    return Decision::none();
+                }
+                if replaced {
+                    self.last_put_back = Some(view.at);
                     let seen = clamp / buffer;
                     if (MIN_RATIO..=MAX_RATIO).contains(&seen) {
                         self.ratio = seen;

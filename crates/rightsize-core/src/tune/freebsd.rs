@@ -104,9 +104,9 @@ impl FreeBsd {
     }
 
     fn grow(&mut self, why: String) -> Decision {
-        let (inc, state) = match self.ctx.role {
-            Role::Receiver => (self.options.recvbuf_inc, self.state()),
-            Role::Sender => (self.options.sendbuf_inc, self.state()),
+        let inc = match self.ctx.role {
+            Role::Receiver => self.options.recvbuf_inc,
+            Role::Sender => self.options.sendbuf_inc,
         };
         let max = self.max();
         if self.hiwat >= max {
@@ -118,7 +118,7 @@ impl FreeBsd {
             Role::Sender => Action::SetSndBuf(self.hiwat),
         };
         Decision::act(
-            state,
+            self.state(),
             vec![action],
             self.hiwat,
             format!(

@@ -281,6 +281,11 @@ fn first_window_then_the_clamp_is_put_back_when_the_kernel_replaces_it() {
         d.actions.iter().all(|a| matches!(a, Action::TellPeer(_))),
         "{d:?}"
     );
+    // A kernel that keeps replacing it is answered once per two RTTs.
+    let d = auto.on_event(&read_back(60, 0, 123_944, 78_238, 65_536));
+    assert!(d.actions.is_empty(), "{d:?}");
+    let d = auto.on_event(&read_back(230, 0, 123_944, 78_238, 65_536));
+    assert!(d.actions.contains(&Action::SetWindowClamp(Bytes(64 << 10))));
 }
 
 fn peer(at_ms: u64, info: PeerInfo) -> Event {

@@ -15,10 +15,16 @@ use crate::tune::{
 };
 use crate::units::Bytes;
 
+/// The model's step, seconds.
 const TICK: f64 = 0.001;
+/// A rightsize sender reports its `TCP_INFO` this often (what `auto`
+/// expects of the wire extension: at least twice per RTT).
 const REPORT_EVERY: f64 = 0.05;
+/// The UDP probe stream (one 100-byte probe per 10 ms, seed 001) is
+/// summed up this often.
 const PROBES_EVERY: f64 = 0.1;
 const PROBES_PER_REPORT: u32 = 10;
+/// The driver samples for telemetry this often, whatever the tuner asks.
 const TELEMETRY_EVERY: f64 = 0.1;
 
 /// One experiment.

@@ -183,7 +183,8 @@ pub struct Flow {
     pub received: f64,
     pub ooo_packets: f64,
     space_mark: (f64, f64, f64),
-    /// Wire bytes in the queue when a probe would arrive, for probes.
+    /// Whether the queue overflowed since the UDP probes last looked (a
+    /// probe then would have been lost too).
     pub overflowed_since_probe: bool,
 }
 
