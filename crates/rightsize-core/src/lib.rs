@@ -19,5 +19,6 @@ pub mod path;
 pub mod session;
 pub mod tcpinfo;
 pub mod telemetry;
+pub mod tune;
 pub mod units;
 pub mod url;

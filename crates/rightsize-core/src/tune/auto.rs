@@ -1,0 +1,484 @@
+//! `auto`: rightsize's own tuner. It keeps the window near the path's
+//! bandwidth-delay product, measured with `TCP_INFO` on both ends.
+//!
+//! One number is steered: the window `W` (payload bytes in flight). On a
+//! receiver it becomes `TCP_WINDOW_CLAMP = W`, plus `SO_RCVBUF` sized so that
+//! the memory alone also caps the window near `W` ([`super::auto_memory`]:
+//! Linux 6.18 replaces an application's clamp when it re-measures its
+//! payload-to-memory ratio). On a sender whose peer is not rightsize it
+//! becomes `SO_SNDBUF`. A sender whose peer is rightsize leaves the window
+//! to the receiver ([`super::auto_follow`]). The receiver reads the sender's
+//! `TCP_INFO` from the peer's reports ([`super::auto_view`]): whether the
+//! window stopped it (`rwnd_limited` over `busy_time`), its delivery rate,
+//! RTT and retransmissions; without them, its own goodput, receive RTT and
+//! out-of-order arrivals.
+//!
+//! States:
+//! - `startup`: `W` starts at 64 KiB and ramps while the window is what
+//!   stops the sender. With a packet-train capacity estimate `C'` (SOBAS's
+//!   trick, seed 001) it climbs by 1/18 of `C' x min-RTT` per RTT and stops
+//!   there; without one, by x1.25 per RTT until the rate stops following
+//!   the window or the RTT inflates. The ramp is the receiver pacing slow
+//!   start: a window-limited flow comes in bursts, each growing by what the
+//!   window grew, and slow start's doubling bursts a whole window into the
+//!   bottleneck queue, which overflows first there (seed 001, appendix).
+//!   The price is about a second at 200 Mbit/s x 100 ms; the gain, no loss
+//!   on a queue of a tenth of the BDP.
+//! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16.
+//!   A window-limited flow with no queue whose window all turned into rate
+//!   means the path got faster: ramp again, x1.125 per RTT. An inflated RTT
+//!   (over 1/8) means it got slower, or longer: `drain`.
+//! - `drain`: `W` follows the current rate x min-RTT down. If the RTT comes
+//!   down (within up to four rounds of two RTTs) the queue was ours and the
+//!   rate estimate restarts from the current rate; if it stays where it was
+//!   while the window shrank, the path's RTT rose and the min-RTT restarts.
+//! - `step-aside`: a loss that neither a queue nor the window explains
+//!   means a congested path (seed 001 section III-B: there a limited window
+//!   only costs throughput); `W` goes to four estimated BDPs, stays above
+//!   the flow, and comes back once 128 RTTs pass without loss.
+//!
+//! Losses, one event per two RTTs: with an inflated RTT the queue
+//! overflowed (`W` to rate x min-RTT); while ramping with a queue behind
+//! the window, the ramp's bursts were too big (below the estimate: the ramp
+//! slows by half) or the bandwidth is found (beyond it); with `W` well above
+//! the estimated BDP, an overshoot; at the target with a standing queue
+//! under half the headroom, the queue could not hold the headroom, which is
+//! halved; anything else is not ours.
+//!
+//! Why no large buffer before the handshake: Linux picks the window scale
+//! from `max(tcp_rmem[2], rmem_max)` when `SO_RCVBUF` is left alone, which
+//! already allows any window `auto` may ask for (never beyond what
+//! `rmem_max` holds), while setting `SO_RCVBUF` first could only lower it
+//! (`shared/research/linux-tcp.md`; the test model does the same).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+#[path = "auto_steer.rs"]
+mod steer;
+
+use steer::{Ramp, Reading, State};
+
+use super::auto_follow::Follower;
+use super::auto_memory::Memory;
+use super::auto_view::{Observer, View};
+use super::meter::{bytes_capped, scaled, show_bytes, show_ms, show_rate};
+use super::sobas::TRAINS;
+use super::{
+    Action, Context, Decision, DecisionRecord, Event, Inputs, Peer, Role, Settings, Setup, Tuner,
+};
+use crate::bdp::{linux_handshake_window_scale, max_window_for_scale};
+use crate::units::Bytes;
+
+/// The first window, bytes: no more than the first window any TCP
+/// advertises, so that slow start's own bursts stay small.
+pub const INITIAL_WINDOW: Bytes = Bytes(64 * 1024);
+/// The smallest window, in segments.
+const MIN_WINDOW_SEGMENTS: u64 = 20;
+/// While ramping towards an estimated window, the window grows by this
+/// share of it per RTT. A window-limited flow comes in bursts (slow start
+/// leaves it so), and each burst grows by what the window grew, into the
+/// bottleneck queue: this keeps them under a tenth of the BDP.
+const RAMP_LEAD: f64 = 1.0 / 18.0;
+/// Towards an estimate, an inflated RTT below this share of it is a
+/// burst, not the bottleneck: the ramp pauses.
+const RAMP_PAUSE_BELOW: f64 = 0.8;
+/// Without an estimate, the window grows by this factor per RTT ...
+const RAMP_FACTOR: f64 = 1.25;
+/// ... and from a known window, when the path got faster, by this one.
+const PROBE_FACTOR: f64 = 1.125;
+/// The window is kept this much above rate x min-RTT, at first.
+const HEADROOM: f64 = 1.0 / 16.0;
+/// Headroom is halved down to this by losses at a full window.
+const MIN_HEADROOM: f64 = 1.0 / 64.0;
+/// The RTT is inflated above min-RTT x (1 + this) + [`RTT_FLOOR`].
+const INFLATION: f64 = 1.0 / 8.0;
+/// Slack for timer granularity on short paths.
+const RTT_FLOOR: Duration = Duration::from_micros(500);
+/// Window-limited when the window stopped the sender this share of its
+/// busy time.
+const LIMITED_SHARE: f64 = 0.5;
+/// Without the sender's `TCP_INFO`: window-limited when rate x RTT fills
+/// this share of the window.
+const FULL_WINDOW_SHARE: f64 = 0.75;
+/// Without an estimate, the path is saturated when rate x min-RTT falls
+/// below this share of the window of two RTTs ago (what the rate can
+/// show by now, reports being late), twice in a row.
+const SATURATED: f64 = 0.8;
+/// A window more than this above the target counts as an overshoot.
+const OVERSHOOT: f64 = 1.0 / 8.0;
+/// `drain` looks every this many RTTs whether the queue emptied ...
+const DRAIN_RTTS: f64 = 2.0;
+/// ... for at most this many rounds while the RTT keeps falling.
+const DRAIN_ROUNDS: u32 = 4;
+/// The RTT "stayed" when its least during a drain round is above this
+/// share of where it began.
+const RTT_STAYED: f64 = 0.95;
+/// This many loss events the window does not explain, within this many
+/// RTTs, mean a congested path. Seed 001 (section IV-B) only asks whether
+/// the loss rate is non-zero, and waiting costs: at a window near the BDP
+/// each loss halves the rate for seconds, where a deeper window would have
+/// kept the pipe full. A mistaken step-aside costs what `static` costs.
+const RANDOM_LOSSES: usize = 1;
+const RANDOM_LOSS_RTTS: f64 = 256.0;
+/// Losses within this many RTTs of the start of an event belong to it
+/// (TCP too reduces once per round trip of losses; a window cut takes a
+/// round trip to show).
+const LOSS_EVENT_RTTS: f64 = 2.0;
+/// At a full window, a standing queue below this share of the headroom
+/// means the bottleneck queue could not hold the headroom: the loss was
+/// ours.
+const HELD_HEADROOM: f64 = 0.5;
+/// `step-aside` keeps the window at this many estimated BDPs, until no
+/// loss for [`QUIET_RTTS`].
+const STEP_ASIDE_BDPS: f64 = 4.0;
+const QUIET_RTTS: f64 = 128.0;
+/// Changes smaller than this share of the window are not applied.
+const HYSTERESIS: f64 = 1.0 / 32.0;
+/// The peer is told again when the window moved by this share.
+const TELL_CHANGE: f64 = 1.0 / 8.0;
+/// Samples per RTT, and the bounds of the interval.
+const SAMPLES_PER_RTT: f64 = 4.0;
+const MIN_INTERVAL: Duration = Duration::from_millis(5);
+const MAX_INTERVAL: Duration = Duration::from_millis(250);
+const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
+/// How long the history of windows goes back.
+const HISTORY: Duration = Duration::from_secs(5);
+/// IPv4 + TCP + timestamp option: a train's IP rate to a payload rate.
+const HEADER_BYTES: f64 = 52.0;
+
+/// `auto` for one end.
+pub fn new(ctx: Context) -> Box<dyn Tuner> {
+    match (ctx.role, ctx.peer) {
+        (Role::Sender, Peer::Rightsize) => Box::new(Follower::new(ctx)),
+        _ => Box::new(Auto::new(ctx)),
+    }
+}
+
+/// The window-steering `auto` (a receiver, or a sender on its own).
+#[derive(Debug, Clone)]
+struct Auto {
+    ctx: Context,
+    obs: Observer,
+    memory: Memory,
+    state: State,
+    /// `W`, bytes.
+    window: f64,
+    /// The window last applied, bytes, and the history of them.
+    applied: Bytes,
+    history: VecDeque<(Duration, f64)>,
+    headroom: f64,
+    trains: usize,
+    train_bytes: u64,
+    train_dispersion: Duration,
+    /// Payload capacity from the trains, bytes per second.
+    capacity: Option<f64>,
+    ceiling_pending: bool,
+    saturated_once: bool,
+    last_change: Duration,
+    /// When `startup` last grew (or looked at growing) the window.
+    last_growth: Duration,
+    last_sample: Option<Duration>,
+    last_loss: Duration,
+    /// When the last loss event began.
+    loss_event: Option<Duration>,
+    random_losses: VecDeque<Duration>,
+    told: Option<Bytes>,
+}
+
+impl Auto {
+    fn new(ctx: Context) -> Self {
+        Auto {
+            ctx,
+            obs: Observer::new(ctx.role),
+            memory: Memory::new(ctx),
+            state: State::Startup {
+                ceiling: None,
+                ramp: Ramp::Times(RAMP_FACTOR),
+            },
+            window: INITIAL_WINDOW.get() as f64,
+            applied: INITIAL_WINDOW,
+            history: VecDeque::new(),
+            headroom: HEADROOM,
+            trains: 0,
+            train_bytes: 0,
+            train_dispersion: Duration::ZERO,
+            capacity: None,
+            ceiling_pending: false,
+            saturated_once: false,
+            last_change: Duration::ZERO,
+            last_growth: Duration::ZERO,
+            last_sample: None,
+            last_loss: Duration::ZERO,
+            loss_event: None,
+            random_losses: VecDeque::new(),
+            told: None,
+        }
+    }
+
+    fn min_window(&self) -> f64 {
+        (MIN_WINDOW_SEGMENTS * self.ctx.limits.mss.get()) as f64
+    }
+
+    /// The largest window: what the buffer limit and, on a receiver, the
+    /// handshake's window scale allow.
+    fn max_window(&self) -> f64 {
+        let l = self.ctx.limits;
+        let by_memory = self.memory.max_window();
+        match self.ctx.role {
+            Role::Receiver => {
+                let scale = linux_handshake_window_scale(l.tcp_rmem_max, l.rmem_max);
+                by_memory.min(max_window_for_scale(scale).get() as f64)
+            }
+            Role::Sender => by_memory,
+        }
+    }
+
+    /// Sets `W` and, if it moved enough, the socket.
+    fn retarget(&mut self, at: Duration, window: f64, reason: String) -> Decision {
+        let window = window.clamp(self.min_window(), self.max_window().max(self.min_window()));
+        self.window = window;
+        let old = self.applied.get() as f64;
+        if (window - old).abs() < HYSTERESIS * old {
+            return Decision::note(self.state.name(), reason);
+        }
+        let bytes = bytes_capped(window, Bytes(u64::MAX));
+        self.applied = bytes;
+        self.last_change = at;
+        self.history.push_back((at, window));
+        while self
+            .history
+            .front()
+            .is_some_and(|&(t, _)| at.saturating_sub(t) > HISTORY)
+        {
+            self.history.pop_front();
+        }
+        let actions = self.memory.actions(bytes, window > old);
+        let mut decision = Decision::act(self.state.name(), actions, bytes, reason);
+        self.tell_peer(&mut decision);
+        decision
+    }
+
+    /// Adds `TellPeer` when the peer has not heard of a similar window.
+    fn tell_peer(&mut self, decision: &mut Decision) {
+        if self.ctx.role != Role::Receiver {
+            return;
+        }
+        let w = self.applied;
+        let moved = self.told.is_none_or(|told| {
+            (w.get() as f64 - told.get() as f64).abs() > TELL_CHANGE * told.get() as f64
+        });
+        if !moved {
+            return;
+        }
+        self.told = Some(w);
+        decision.actions.push(Action::TellPeer(w));
+        decision.record.get_or_insert_with(|| DecisionRecord {
+            state: self.state.name(),
+            reason: format!("told the peer the window, {}", show_bytes(w)),
+            requested: Some(w),
+        });
+    }
+
+    /// The window that was applied at `at`.
+    fn window_at(&self, at: Duration) -> f64 {
+        self.history
+            .iter()
+            .rev()
+            .find(|&&(t, _)| t <= at)
+            .map_or(INITIAL_WINDOW.get() as f64, |&(_, w)| w)
+    }
+
+    fn target(&self, bw: f64, rt_prop: Duration) -> f64 {
+        bw * rt_prop.as_secs_f64() * (1.0 + self.headroom)
+    }
+
+    fn on_train(&mut self, bytes: u64, dispersion: Duration) -> Decision {
+        if bytes == 0 || dispersion.is_zero() {
+            return Decision::note(self.state.name(), "packet train ignored: empty");
+        }
+        if self.trains >= TRAINS {
+            return Decision::none();
+        }
+        self.trains += 1;
+        self.train_bytes = self.train_bytes.saturating_add(bytes);
+        self.train_dispersion = self.train_dispersion.saturating_add(dispersion);
+        if self.trains == TRAINS {
+            let mss = self.ctx.limits.mss.get() as f64;
+            let ip_rate = self.train_bytes as f64 / self.train_dispersion.as_secs_f64();
+            self.capacity = Some(ip_rate * mss / (mss + HEADER_BYTES));
+            self.ceiling_pending = true;
+        }
+        self.use_capacity(self.last_sample.unwrap_or_default())
+    }
+
+    /// Ramps towards `C' x min-RTT` once both are known, if still starting.
+    fn use_capacity(&mut self, at: Duration) -> Decision {
+        let (true, Some(capacity), Some(rt_prop)) =
+            (self.ceiling_pending, self.capacity, self.obs.rt_prop())
+        else {
+            return Decision::none();
+        };
+        self.ceiling_pending = false;
+        if !matches!(self.state, State::Startup { .. }) {
+            return Decision::none();
+        }
+        let ceiling = self.target(capacity, rt_prop);
+        self.state = State::Startup {
+            ceiling: Some(ceiling),
+            ramp: Ramp::Add(ceiling * RAMP_LEAD),
+        };
+        let reason = format!(
+            "capacity {} from {TRAINS} trains x min-RTT {}: ramp up to {}",
+            show_rate(capacity),
+            show_ms(rt_prop),
+            show_bytes(Bytes(ceiling as u64))
+        );
+        if self.window > ceiling {
+            return self.retarget(at, ceiling, reason);
+        }
+        Decision::note(self.state.name(), reason)
+    }
+
+    fn read(&self, view: &View) -> Option<Reading> {
+        let (rate, rtt, rt_prop) = (view.rate?, view.rtt?, view.rt_prop?);
+        let share = match self.ctx.role {
+            Role::Receiver => view.rwnd_share,
+            Role::Sender => view.sndbuf_share,
+        };
+        let limited = share.map_or_else(
+            || {
+                let window = view
+                    .rcv_wnd
+                    .filter(|_| self.ctx.role == Role::Receiver)
+                    .map_or(self.window, |w| self.window.min(w as f64));
+                let in_flight = view.inflight.map_or(rate * rtt.as_secs_f64(), |b| b as f64);
+                in_flight >= FULL_WINDOW_SHARE * window
+            },
+            |share| share >= LIMITED_SHARE,
+        );
+        let (base, now, floor) = (
+            rt_prop.as_secs_f64(),
+            rtt.as_secs_f64(),
+            RTT_FLOOR.as_secs_f64(),
+        );
+        let queue_pct = (now / base - 1.0) * 100.0;
+        Some(Reading {
+            at: view.at,
+            rate,
+            bw: view.btl_bw.unwrap_or(rate).max(rate),
+            rtt,
+            rt_prop,
+            limited,
+            inflated: now > base * (1.0 + INFLATION) + floor,
+            no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor,
+            numbers: format!(
+                "rate {}, RTT {} (min {}, +{queue_pct:.0}%)",
+                show_rate(rate),
+                show_ms(rtt),
+                show_ms(rt_prop)
+            ),
+        })
+    }
+
+    fn on_sample(&mut self, sample: &super::Sample) -> Decision {
+        let view = match self.obs.sample(sample) {
+            Ok(view) => view,
+            Err(e) => return Decision::note(self.state.name(), e.reason()),
+        };
+        self.last_sample = Some(sample.at);
+        let mut decision = self.use_capacity(sample.at);
+        if decision.actions.is_empty() {
+            let steady = self.state == State::Cruise
+                && view.rtt.is_some_and(|rtt| {
+                    sample.at.saturating_sub(self.last_change) >= rtt.saturating_mul(4)
+                });
+            decision = self.memory.check(
+                &view,
+                self.applied,
+                self.last_change,
+                steady,
+                self.state.name(),
+            );
+        }
+        if decision.actions.is_empty() {
+            if let Some(r) = self.read(&view) {
+                if view.loss {
+                    self.last_loss = r.at;
+                }
+                decision = if view.loss && self.state != State::StepAside {
+                    self.on_loss(&r)
+                } else {
+                    self.steer(&r)
+                };
+            }
+        }
+        if self.told.is_none() {
+            self.tell_peer(&mut decision);
+        }
+        decision
+    }
+
+    fn interval(&self) -> Duration {
+        self.obs.rt_prop().map_or(DEFAULT_INTERVAL, |rtt| {
+            scaled(rtt, 1.0 / SAMPLES_PER_RTT).clamp(MIN_INTERVAL, MAX_INTERVAL)
+        })
+    }
+}
+
+impl Tuner for Auto {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn state(&self) -> &'static str {
+        self.state.name()
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            pre_handshake: Settings::default(),
+            after_connect: self.memory.settings(self.applied),
+        }
+    }
+
+    fn inputs(&self) -> Inputs {
+        // Trains cap the ramp (without them it may overshoot once); the
+        // peer's reports say what limits the sender.
+        Inputs {
+            control_rtt: true,
+            trains: true,
+            udp_probes: false,
+            peer_messages: self.ctx.role == Role::Receiver && self.ctx.peer == Peer::Rightsize,
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) -> Decision {
+        match event {
+            Event::Sample(sample) => self.on_sample(sample),
+            Event::ControlRtt(m) if m.rtt.is_zero() => {
+                Decision::note(self.state.name(), "control-channel RTT of 0 ignored")
+            }
+            Event::ControlRtt(m) => {
+                self.obs.control_rtt(m.rtt);
+                self.use_capacity(m.at)
+            }
+            Event::Train(train) => self.on_train(train.bytes, train.dispersion),
+            Event::Peer(report) if self.ctx.role == Role::Receiver => {
+                if let Err(e) = report.check(self.obs.last_peer()) {
+                    return Decision::note(self.state.name(), format!("peer report ignored: {e}"));
+                }
+                self.obs.peer(report);
+                self.use_capacity(report.at)
+            }
+            _ => Decision::none(),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        Some(
+            self.last_sample
+                .map_or(Duration::ZERO, |at| at.saturating_add(self.interval())),
+        )
+    }
+}

@@ -1,0 +1,256 @@
+//! The socket settings behind `auto`'s window, and what the kernel does to
+//! them.
+//!
+//! On a receiver the window `W` is `TCP_WINDOW_CLAMP`, and the memory
+//! `SO_RCVBUF` is sized so that it alone also caps the window near `W`:
+//! Linux offers `ratio x buffer` (the kernel's `scaling_ratio`, payload per
+//! byte of `skb` truesize, about 0.89 on a 1500-byte veth with GRO as
+//! measured on 6.18) and, seen on 6.18, *replaces* an application's clamp
+//! with `ratio x buffer` when that ratio changes, and may leave the window
+//! at the clamp of the handshake when only `SO_RCVBUF` is raised. So the
+//! clamp is re-applied whenever its read-back differs, the replacement
+//! value teaches the ratio exactly, and `tcpi_rcv_wnd` refines it. The
+//! ratio starts at 0.5, the kernel's default before any data and the old
+//! half-for-overhead rule, so the first buffers err on the large side.
+//!
+//! On a sender alone, the window is the send buffer: the bytes in flight
+//! per byte of `SO_SNDBUF` read-back are learnt while the buffer is what
+//! stops the sender.
+
+use std::time::Duration;
+
+use super::auto_view::View;
+use super::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, show_bytes};
+use super::{Action, Context, Decision, Role, Settings};
+use crate::units::Bytes;
+
+/// Window per byte of buffer before anything is learnt.
+const DEFAULT_RATIO: f64 = 0.5;
+/// Ratios outside this range are measurement noise.
+const MIN_RATIO: f64 = 0.25;
+const MAX_RATIO: f64 = 1.0;
+/// Memory beyond the exact need, so that rounding never caps the window.
+const MARGIN: f64 = 1.0 / 16.0;
+/// A read-back clamp this far from the applied one was replaced.
+const CLAMP_TOLERANCE: f64 = 0.01;
+/// The memory limits the window when the advertised window stays this
+/// far below the clamp.
+const MEMORY_LIMITED: f64 = 0.97;
+/// A send buffer stopped the sender this share of its busy time.
+const SNDBUF_LIMITED_SHARE: f64 = 0.5;
+/// Changes of the request smaller than this share are not applied.
+const HYSTERESIS: f64 = 1.0 / 32.0;
+/// While the clamp, not the memory, limits a steady window, the ratio is
+/// tried this much higher (the memory this much lower) ...
+const TRIM: f64 = 1.125;
+/// ... up to this ratio.
+const MAX_TRIED_RATIO: f64 = 0.95;
+
+/// The memory behind `auto`'s window.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    ctx: Context,
+    /// Window per byte of buffer read-back.
+    ratio: f64,
+    /// The request in force, bytes.
+    request: Option<Bytes>,
+    /// A trim showed the memory limiting: the ratio is known, stop trying.
+    ratio_known: bool,
+    /// When a replaced clamp was last put back.
+    last_put_back: Option<Duration>,
+}
+
+impl Memory {
+    /// Memory for the end `ctx` describes.
+    pub fn new(ctx: Context) -> Self {
+        Memory {
+            ctx,
+            ratio: DEFAULT_RATIO,
+            request: None,
+            ratio_known: false,
+            last_put_back: None,
+        }
+    }
+
+    /// The `SO_RCVBUF` (receiver) or `SO_SNDBUF` (sender) request that
+    /// carries `window`, bytes.
+    fn request_for(&self, window: Bytes) -> Bytes {
+        let max = match self.ctx.role {
+            Role::Receiver => self.ctx.limits.rmem_max,
+            Role::Sender => self.ctx.limits.wmem_max,
+        };
+        let per_request = LINUX_BUFFER_DOUBLING as f64 * self.ratio;
+        bytes_capped(window.get() as f64 / per_request * (1.0 + MARGIN), max)
+    }
+
+    /// The largest window the kernel's limit lets the memory carry.
+    pub fn max_window(&self) -> f64 {
+        let max = match self.ctx.role {
+            Role::Receiver => self.ctx.limits.rmem_max,
+            Role::Sender => self.ctx.limits.wmem_max,
+        };
+        max.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio / (1.0 + MARGIN)
+    }
+
+    /// The actions that set `window`; memory first when it grows, the
+    /// clamp first when it shrinks.
+    pub fn actions(&mut self, window: Bytes, grow: bool) -> Vec<Action> {
+        let request = self.request_for(window);
+        self.request = Some(request);
+        match (self.ctx.role, grow) {
+            (Role::Receiver, true) => {
+                vec![Action::SetRcvBuf(request), Action::SetWindowClamp(window)]
+            }
+            (Role::Receiver, false) => {
+                vec![Action::SetWindowClamp(window), Action::SetRcvBuf(request)]
+            }
+            (Role::Sender, _) => vec![Action::SetSndBuf(request)],
+        }
+    }
+
+    /// What to set once connected, for the first window.
+    pub fn settings(&self, window: Bytes) -> Settings {
+        let request = Some(self.request_for(window));
+        match self.ctx.role {
+            Role::Receiver => Settings {
+                rcvbuf: request,
+                sndbuf: None,
+                window_clamp: Some(window),
+            },
+            Role::Sender => Settings {
+                rcvbuf: None,
+                sndbuf: request,
+                window_clamp: None,
+            },
+        }
+    }
+
+    /// Compares what the kernel shows with `window` (applied `since`): puts
+    /// back a replaced clamp, and resizes the memory when the ratio proved
+    /// different. `steady` says the window has not moved for a while, so a
+    /// smaller memory may be tried.
+    pub fn check(
+        &mut self,
+        view: &View,
+        window: Bytes,
+        since: Duration,
+        steady: bool,
+        state: &'static str,
+    ) -> Decision {
+        let Some(buffers) = view.buffers else {
+            return Decision::none();
+        };
+        let settled = view
+            .rtt
+            .is_some_and(|rtt| view.at.saturating_sub(since) >= rtt.saturating_mul(2));
+        let w = window.get() as f64;
+        let (why, reapply) = match self.ctx.role {
+            Role::Receiver => {
+                let buffer = buffers.rcvbuf_bytes as f64;
+                let clamp = f64::from(buffers.window_clamp_bytes);
+                if buffer <= 0.0 {
+                    return Decision::none();
+                }
+                let replaced = (clamp - w).abs() > CLAMP_TOLERANCE * w;
+                // Put back at most once per two RTTs: a kernel that keeps
+                // replacing it (or refusing it) is not fought every sample.
+                let recently = self
+                    .last_put_back
+                    .zip(view.rtt)
+                    .is_some_and(|(at, rtt)| view.at.saturating_sub(at) < rtt.saturating_mul(2));
+                if replaced && recently {
+                    return Decision::none();
+                }
+                if replaced {
+                    self.last_put_back = Some(view.at);
+                    let seen = clamp / buffer;
+                    if (MIN_RATIO..=MAX_RATIO).contains(&seen) {
+                        self.ratio = seen;
+                        self.ratio_known = true;
+                    }
+                    (
+                        format!(
+                            "the kernel replaced the clamp {} with {} ({seen:.3} x the buffer): put back",
+                            show_bytes(window),
+                            show_bytes(Bytes(clamp as u64))
+                        ),
+                        true,
+                    )
+                } else if let Some(rcv_wnd) = view.rcv_wnd.map(|w| w as f64) {
+                    let seen = rcv_wnd / buffer;
+                    let limited = settled && rcv_wnd < MEMORY_LIMITED * w;
+                    let in_range = (MIN_RATIO..=MAX_RATIO).contains(&seen);
+                    if in_range && (limited || seen > self.ratio) {
+                        self.ratio = seen;
+                        self.ratio_known |= limited;
+                        (
+                            format!(
+                                "advertised window {} from a buffer of {}: {seen:.3} per byte",
+                                show_bytes(Bytes(rcv_wnd as u64)),
+                                show_bytes(Bytes(buffer as u64))
+                            ),
+                            false,
+                        )
+                    } else if steady && settled && !self.ratio_known && self.ratio < MAX_TRIED_RATIO
+                    {
+                        self.ratio = (self.ratio * TRIM).min(MAX_TRIED_RATIO);
+                        (
+                            format!(
+                                "the clamp, not the memory, limits the window: try {:.3} per byte",
+                                self.ratio
+                            ),
+                            false,
+                        )
+                    } else {
+                        return Decision::none();
+                    }
+                } else {
+                    return Decision::none();
+                }
+            }
+            Role::Sender => {
+                let buffer = buffers.sndbuf_bytes as f64;
+                let (Some(share), Some(inflight)) = (view.sndbuf_share, view.inflight) else {
+                    return Decision::none();
+                };
+                if !settled || share < SNDBUF_LIMITED_SHARE || buffer <= 0.0 {
+                    return Decision::none();
+                }
+                let seen = inflight as f64 / buffer;
+                if !(MIN_RATIO..=MAX_RATIO).contains(&seen) {
+                    return Decision::none();
+                }
+                self.ratio = seen;
+                (
+                    format!(
+                        "{} in flight from a send buffer of {}: {seen:.3} per byte",
+                        show_bytes(Bytes(inflight)),
+                        show_bytes(Bytes(buffer as u64))
+                    ),
+                    false,
+                )
+            }
+        };
+        let request = self.request_for(window);
+        let old = self.request.unwrap_or(request).get() as f64;
+        let moved = (request.get() as f64 - old).abs() > HYSTERESIS * old;
+        if !(reapply || moved) {
+            return Decision::none();
+        }
+        let actions = if reapply {
+            self.actions(window, true)
+        } else {
+            self.request = Some(request);
+            match self.ctx.role {
+                Role::Receiver => vec![Action::SetRcvBuf(request)],
+                Role::Sender => vec![Action::SetSndBuf(request)],
+            }
+        };
+        Decision::act(
+            state,
+            actions,
+            window,
+            format!("{why}; memory {}", show_bytes(request)),
+        )
+    }
+}

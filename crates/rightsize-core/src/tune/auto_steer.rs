@@ -1,0 +1,366 @@
+//! `auto`'s state machine: what each state does with a sample, and how a
+//! loss is read. See [`super`] for the states and why.
+
+use std::time::Duration;
+
+use super::super::Decision;
+use super::super::meter::{scaled, show_ms};
+use super::*;
+
+/// How `startup` grows the window while the flow fills it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Ramp {
+    /// By this many bytes per RTT (towards an estimated window).
+    Add(f64),
+    /// By this factor per RTT.
+    Times(f64),
+}
+
+impl Ramp {
+    /// The window after `rtts` (at most 1) RTTs of growth from `window`.
+    pub(super) fn grow(self, window: f64, rtts: f64) -> f64 {
+        let rtts = rtts.clamp(0.0, 1.0);
+        match self {
+            Ramp::Add(bytes) => window + bytes * rtts,
+            Ramp::Times(factor) => window * factor.powf(rtts),
+        }
+    }
+
+    pub(super) fn halved(self) -> Ramp {
+        match self {
+            Ramp::Add(bytes) => Ramp::Add(bytes / 2.0),
+            Ramp::Times(factor) => Ramp::Times(1.0 + (factor - 1.0) / 2.0),
+        }
+    }
+}
+
+/// What `drain` watches: whether the RTT comes down with the window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct DrainCheck {
+    pub(super) until: Duration,
+    /// The bottleneck-rate estimate before the drain, bytes per second.
+    pub(super) bw_before: f64,
+    /// The RTT when the drain began, and the least since.
+    pub(super) start_rtt: Duration,
+    pub(super) min_rtt: Duration,
+    /// Rounds of [`DRAIN_RTTS`] so far.
+    pub(super) rounds: u32,
+}
+
+/// `auto`'s states (see [`super`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum State {
+    /// Ramping up to `ceiling` (the capacity estimate's window), if known.
+    Startup { ceiling: Option<f64>, ramp: Ramp },
+    /// Holding the window at rate x min-RTT plus headroom.
+    Cruise,
+    /// Watching whether the RTT comes down with a smaller window.
+    Drain(DrainCheck),
+    /// A congested path: the window stays out of the way.
+    StepAside,
+}
+
+impl State {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            State::Startup { .. } => "startup",
+            State::Cruise => "cruise",
+            State::Drain(_) => "drain",
+            State::StepAside => "step-aside",
+        }
+    }
+}
+
+/// What one sample says, as the state machine reads it.
+#[derive(Debug, Clone)]
+pub(super) struct Reading {
+    pub(super) at: Duration,
+    pub(super) rate: f64,
+    /// Bottleneck-rate estimate, bytes per second.
+    pub(super) bw: f64,
+    pub(super) rtt: Duration,
+    pub(super) rt_prop: Duration,
+    pub(super) limited: bool,
+    pub(super) inflated: bool,
+    pub(super) no_queue: bool,
+    /// The numbers, for the decision record.
+    pub(super) numbers: String,
+}
+
+impl Auto {
+    pub(super) fn steer(&mut self, r: &Reading) -> Decision {
+        let settled = r.at.saturating_sub(self.last_change) >= r.rtt;
+        match self.state {
+            State::Startup { ceiling, ramp } => {
+                let then = self.window_at(r.at.saturating_sub(r.rtt.saturating_mul(2)));
+                let saturated = r.limited && r.rate * r.rt_prop.as_secs_f64() < SATURATED * then;
+                let saturated_twice = saturated && self.saturated_once;
+                self.saturated_once = saturated;
+                let burst = ceiling.is_some_and(|c| self.window < RAMP_PAUSE_BELOW * c);
+                if r.inflated && burst {
+                    self.last_growth = r.at;
+                    return Decision::none();
+                }
+                if r.inflated || (ceiling.is_none() && saturated_twice) {
+                    self.state = State::Cruise;
+                    let target = self.target(r.rate.max(r.bw), r.rt_prop);
+                    return self.retarget(
+                        r.at,
+                        target,
+                        format!(
+                            "the rate stopped following the window: bandwidth found; {}",
+                            r.numbers
+                        ),
+                    );
+                }
+                let rtts =
+                    r.at.saturating_sub(self.last_growth).as_secs_f64() / r.rtt.as_secs_f64();
+                self.last_growth = r.at;
+                if !r.limited {
+                    return Decision::none();
+                }
+                let ramped = ramp.grow(self.window, rtts);
+                match ceiling {
+                    Some(ceiling) if ramped >= ceiling => {
+                        self.state = State::Cruise;
+                        self.retarget(
+                            r.at,
+                            ceiling,
+                            format!("reached the capacity estimate's window; {}", r.numbers),
+                        )
+                    }
+                    _ => self.retarget(
+                        r.at,
+                        ramped,
+                        format!("window-limited: ramp up; {}", r.numbers),
+                    ),
+                }
+            }
+            State::Cruise => {
+                if r.inflated {
+                    self.state = State::Drain(DrainCheck {
+                        until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
+                        bw_before: r.bw,
+                        start_rtt: r.rtt,
+                        min_rtt: r.rtt,
+                        rounds: 1,
+                    });
+                    let window = self.target(r.rate, r.rt_prop).min(self.window);
+                    return self.retarget(
+                        r.at,
+                        window,
+                        format!("RTT inflated: drain; {}", r.numbers),
+                    );
+                }
+                // No queue, and the window all turned into rate: more
+                // window would carry more.
+                let then = self.window_at(r.at.saturating_sub(r.rtt));
+                let converted =
+                    r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom / 2.0) * then;
+                if r.limited && r.no_queue && converted && settled {
+                    self.state = State::Startup {
+                        ceiling: None,
+                        ramp: Ramp::Times(PROBE_FACTOR),
+                    };
+                    self.last_growth = r.at;
+                    return self.retarget(
+                        r.at,
+                        self.window * PROBE_FACTOR.powf(1.0 / SAMPLES_PER_RTT),
+                        format!(
+                            "window-limited, no queue: the path got faster; {}",
+                            r.numbers
+                        ),
+                    );
+                }
+                Decision::none()
+            }
+            State::Drain(mut check) => {
+                check.min_rtt = check.min_rtt.min(r.rtt);
+                self.state = State::Drain(check);
+                // The rate lags a slower path: follow it down.
+                let follow = self.target(r.rate, r.rt_prop);
+                if r.at < check.until {
+                    if follow < self.window * (1.0 - OVERSHOOT) {
+                        return self.retarget(
+                            r.at,
+                            follow,
+                            format!("draining: the rate keeps falling; {}", r.numbers),
+                        );
+                    }
+                    return Decision::none();
+                }
+                let base = r.rt_prop.as_secs_f64();
+                let drained = check.min_rtt.as_secs_f64()
+                    <= base * (1.0 + INFLATION) + RTT_FLOOR.as_secs_f64();
+                let stayed =
+                    check.min_rtt.as_secs_f64() >= RTT_STAYED * check.start_rtt.as_secs_f64();
+                if drained {
+                    self.state = State::Cruise;
+                    self.obs.reset_btl_bw(r.at, r.rate);
+                    return Decision::note(
+                        self.state.name(),
+                        format!("queue drained: the path got slower; {}", r.numbers),
+                    );
+                }
+                if !stayed && check.rounds < DRAIN_ROUNDS {
+                    // Coming down, not there yet: another round.
+                    self.state = State::Drain(DrainCheck {
+                        until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
+                        start_rtt: r.rtt,
+                        min_rtt: r.rtt,
+                        rounds: check.rounds + 1,
+                        ..check
+                    });
+                    return self.retarget(
+                        r.at,
+                        follow.min(self.window),
+                        format!(
+                            "draining: RTT down to {}; {}",
+                            show_ms(check.min_rtt),
+                            r.numbers
+                        ),
+                    );
+                }
+                self.state = State::Cruise;
+                if !stayed {
+                    return Decision::note(
+                        self.state.name(),
+                        format!("the queue does not drain further; {}", r.numbers),
+                    );
+                }
+                self.obs.reset_rt_prop(check.min_rtt);
+                self.retarget(
+                    r.at,
+                    check.bw_before * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
+                    format!(
+                        "RTT stayed at {} with a smaller window: the path's RTT rose",
+                        show_ms(check.min_rtt)
+                    ),
+                )
+            }
+            State::StepAside => {
+                if r.at.saturating_sub(self.last_loss) >= scaled(r.rt_prop, QUIET_RTTS) {
+                    self.state = State::Cruise;
+                    self.random_losses.clear();
+                    let window = self.target(r.bw, r.rt_prop).min(self.window);
+                    return self.retarget(r.at, window, format!("losses stopped; {}", r.numbers));
+                }
+                let then = self.window_at(r.at.saturating_sub(r.rtt));
+                let converted =
+                    r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom / 2.0) * then;
+                if r.limited && r.no_queue && converted {
+                    return self.retarget(
+                        r.at,
+                        self.window * RAMP_FACTOR.powf(1.0 / SAMPLES_PER_RTT),
+                        format!(
+                            "stepping aside: keep the window above the flow; {}",
+                            r.numbers
+                        ),
+                    );
+                }
+                Decision::none()
+            }
+        }
+    }
+
+    pub(super) fn on_loss(&mut self, r: &Reading) -> Decision {
+        self.last_loss = r.at;
+        let same_event = self
+            .loss_event
+            .is_some_and(|start| r.at.saturating_sub(start) < scaled(r.rtt, LOSS_EVENT_RTTS));
+        if same_event {
+            return Decision::none();
+        }
+        self.loss_event = Some(r.at);
+        if r.inflated {
+            self.state = State::Cruise;
+            self.obs.reset_btl_bw(r.at, r.rate);
+            let window = self.target(r.rate, r.rt_prop).min(self.window);
+            return self.retarget(
+                r.at,
+                window,
+                format!("loss, RTT inflated: the queue overflowed; {}", r.numbers),
+            );
+        }
+        let bw = self.capacity.map_or(r.bw, |c| c.max(r.bw));
+        let target = self.target(bw, r.rt_prop);
+        // While ramping, a loss with a queue behind it is ours: the ramp's
+        // bursts (below the estimate) or an overshoot (beyond it). One
+        // with no queue at all is not.
+        if let (State::Startup { ceiling, ramp }, false) = (self.state, r.no_queue) {
+            if ceiling.is_some() && self.window <= target * (1.0 + OVERSHOOT) {
+                self.state = State::Startup {
+                    ceiling,
+                    ramp: ramp.halved(),
+                };
+                return Decision::note(
+                    self.state.name(),
+                    format!(
+                        "loss while ramping: bursts too big for the queue, ramp halved; {}",
+                        r.numbers
+                    ),
+                );
+            }
+            self.state = State::Cruise;
+            return self.retarget(
+                r.at,
+                target.min(self.window),
+                format!("loss while ramping: bandwidth found; {}", r.numbers),
+            );
+        }
+        if self.window > target * (1.0 + OVERSHOOT) {
+            self.state = State::Cruise;
+            return self.retarget(
+                r.at,
+                target,
+                format!("loss, window above the BDP: overshoot; {}", r.numbers),
+            );
+        }
+        let standing = r.rtt.as_secs_f64() / r.rt_prop.as_secs_f64() - 1.0;
+        let at_target = matches!(self.state, State::Cruise | State::Drain(_));
+        if at_target
+            && r.limited
+            && standing < HELD_HEADROOM * self.headroom
+            && self.headroom > MIN_HEADROOM
+        {
+            self.headroom /= 2.0;
+            self.state = State::Cruise;
+            let window = self.target(r.bw, r.rt_prop).min(self.window);
+            return self.retarget(
+                r.at,
+                window,
+                format!(
+                    "loss at a full window with a standing queue of {:.1}%: the queue is \
+                     shallower than the headroom, now 1/{:.0}; {}",
+                    standing * 100.0,
+                    1.0 / self.headroom,
+                    r.numbers
+                ),
+            );
+        }
+        let horizon = scaled(r.rt_prop, RANDOM_LOSS_RTTS);
+        self.random_losses
+            .retain(|&t| r.at.saturating_sub(t) <= horizon);
+        self.random_losses.push_back(r.at);
+        if self.random_losses.len() < RANDOM_LOSSES {
+            return Decision::note(
+                self.state.name(),
+                format!(
+                    "loss not caused by the window ({} of {RANDOM_LOSSES}); {}",
+                    self.random_losses.len(),
+                    r.numbers
+                ),
+            );
+        }
+        self.state = State::StepAside;
+        let window = (STEP_ASIDE_BDPS * bw * r.rt_prop.as_secs_f64()).max(self.window);
+        self.retarget(
+            r.at,
+            window,
+            format!(
+                "{RANDOM_LOSSES} losses no queue explains: congested path, step aside; {}",
+                r.numbers
+            ),
+        )
+    }
+}
