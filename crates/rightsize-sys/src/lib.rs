@@ -14,6 +14,7 @@ pub mod emu;
 pub mod netns;
 pub mod random;
 pub mod rootfs;
+pub mod signals;
 pub mod socket;
 pub mod sysctl;
 pub mod tcp_info;

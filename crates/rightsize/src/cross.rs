@@ -13,9 +13,9 @@ use clap::{ArgGroup, Args, Subcommand};
 use rightsize_core::cross::{DEFAULT_UDP_PAYLOAD, OnOff, check_flows};
 use rightsize_core::units::{self, BitRate, Bytes};
 use rightsize_sys::cross::{
-    self, Sink, SinkReport, StopSignals, Stopped, TcpConfig, TcpReport, TcpSources, UdpConfig,
-    UdpReport, UdpSource,
+    self, Sink, SinkReport, TcpConfig, TcpReport, TcpSources, UdpConfig, UdpReport, UdpSource,
 };
+use rightsize_sys::signals::{self, StopSignals, Stopped};
 use serde::Serialize;
 
 pub const CROSS_ABOUT: &str = "\
@@ -169,7 +169,7 @@ fn sink(args: &SinkArgs) -> anyhow::Result<()> {
             rcvbuf.applied_bytes
         );
     }
-    let stopped = cross::wait(&signals, args.run.duration, || false);
+    let stopped = signals::wait(&signals, args.run.duration, || false);
     finish(&args.run, stopped, Traffic::Sink(sink.stop()))
 }
 
@@ -190,7 +190,7 @@ fn send(args: &SendArgs) -> anyhow::Result<()> {
                 rate.human(),
                 source.snapshot().local
             );
-            let stopped = cross::wait(&signals, args.run.duration, || source.is_finished());
+            let stopped = signals::wait(&signals, args.run.duration, || source.is_finished());
             (stopped, Traffic::Udp(source.stop()))
         }
         (None, Some(flows)) => {
@@ -208,7 +208,7 @@ fn send(args: &SendArgs) -> anyhow::Result<()> {
                 None => String::new(),
             };
             eprintln!("rightsize path cross send: {flows} TCP flows to {to}{sndbuf}");
-            let stopped = cross::wait(&signals, args.run.duration, || sources.all_finished());
+            let stopped = signals::wait(&signals, args.run.duration, || sources.all_finished());
             (stopped, Traffic::Tcp(sources.stop()))
         }
         (None, None) => anyhow::bail!("give --udp RATE or --tcp N"),

@@ -480,7 +480,7 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         )));
     }
-    let signals = rightsize_sys::cross::StopSignals::install()?;
+    let signals = rightsize_sys::signals::StopSignals::install()?;
     let path = bring_up(&spec, args.spec.name.clone(), true)?;
     let record = path.record().clone();
     for line in describe(&record, &spec) {

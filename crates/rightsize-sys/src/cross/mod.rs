@@ -16,7 +16,6 @@
 //! any traffic starts. Every error names the call and the address. Rates
 //! count IP packets (IP + UDP headers + payload), never Ethernet framing.
 
-mod signal;
 mod sink;
 mod tcp;
 mod udp;
@@ -32,13 +31,12 @@ use serde::Serialize;
 
 use crate::socket::SocketError;
 
-pub use signal::{StopSignals, Stopped, wait};
 pub use sink::{Sink, SinkReport};
 pub use tcp::{DEFAULT_CONNECT_TIMEOUT, TcpConfig, TcpFlowReport, TcpReport, TcpSources};
 pub use udp::{UdpConfig, UdpReport, UdpSource};
 
 /// How often every blocked call wakes to check whether it should stop.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
+pub const POLL_INTERVAL: Duration = crate::signals::POLL_INTERVAL;
 
 /// At most this many error messages are kept per report; the rest are counted.
 pub const MAX_ERRORS_KEPT: usize = 8;
@@ -104,15 +102,6 @@ pub enum CrossError {
         clamped_by: &'static str,
         /// What to do: the `sysctl` command that lifts the cap, where there is one.
         fix: String,
-    },
-    /// A signal handler could not be installed.
-    #[error("sigaction({signal})")]
-    Signal {
-        /// `SIGINT` or `SIGTERM`.
-        signal: &'static str,
-        /// What the OS said.
-        #[source]
-        source: io::Error,
     },
     /// A thread could not be started.
     #[error("starting the {what} thread")]

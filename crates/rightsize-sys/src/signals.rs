@@ -1,13 +1,25 @@
-//! Ending a cross-traffic run: on `SIGINT` or `SIGTERM` (caught, so that
-//! the run still writes its counters), after a duration, or when the
-//! traffic ends by itself. The handlers only set an atomic; [`wait`] polls
-//! it. Not specific to cross traffic: any long-running command can use it.
+//! Ending a long-running command in order: on `SIGINT` or `SIGTERM` (caught,
+//! so that it can still write its counters or tear down what it built),
+//! after a duration, or when its work ends by itself. The handlers only set
+//! an atomic; [`wait`] polls it. Used by `path cross` and `path run`.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{CrossError, POLL_INTERVAL};
+/// How often [`wait`] checks.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// A signal handler could not be installed.
+#[derive(Debug, thiserror::Error)]
+#[error("sigaction({signal})")]
+pub struct SignalError {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: &'static str,
+    /// What the OS said.
+    #[source]
+    pub source: io::Error,
+}
 
 /// The signal caught, 0 for none.
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
@@ -28,7 +40,7 @@ pub struct StopSignals {
 
 impl StopSignals {
     /// Catches `SIGINT` and `SIGTERM` from now on.
-    pub fn install() -> Result<StopSignals, CrossError> {
+    pub fn install() -> Result<StopSignals, SignalError> {
         CAUGHT.store(0, Ordering::SeqCst);
         let mut installed = StopSignals {
             previous: Vec::new(),
@@ -43,7 +55,7 @@ impl StopSignals {
             let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
             // SAFETY: valid pointers to two sigaction structs for the call.
             if unsafe { libc::sigaction(signal, &action, &mut previous) } != 0 {
-                return Err(CrossError::Signal {
+                return Err(SignalError {
                     signal: name,
                     source: io::Error::last_os_error(),
                 });
