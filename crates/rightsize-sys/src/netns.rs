@@ -65,7 +65,7 @@ pub enum NetnsError {
     },
 }
 
-fn ip(args: &[&str]) -> Result<Output, NetnsError> {
+pub(crate) fn ip(args: &[&str]) -> Result<Output, NetnsError> {
     let command = format!("ip {}", args.join(" "));
     let output = Command::new("ip")
         .args(args)
@@ -104,6 +104,14 @@ impl Namespace {
         let ns = Namespace { name: name.into() };
         ip(&["-n", name, "link", "set", "lo", "up"])?;
         Ok(ns)
+    }
+
+    /// Leaves the namespace in place when this value goes (its owner, such
+    /// as an emulated path's record, deletes it later); returns its name.
+    pub fn keep(self) -> String {
+        let name = self.name.clone();
+        std::mem::forget(self);
+        name
     }
 
     /// Gives the namespace its own `/etc/hosts` (`ip netns exec` mounts
@@ -168,13 +176,6 @@ pub fn sysctl_in(name: &str, key: &str, value: &str) -> Result<(), NetnsError> {
         &format!("{key}={value}"),
     ])
     .map(|_| ())
-}
-
-/// Reads a sysctl inside namespace `name` (`net.core.rmem_max` ->
-/// `/proc/sys/net/core/rmem_max` as the namespace sees it), trimmed.
-pub fn sysctl_read_in(name: &str, key: &str) -> Result<String, NetnsError> {
-    let output = ip(&["netns", "exec", name, "sysctl", "-n", key])?;
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// Runs `f` on a thread that has entered namespace `name`
@@ -300,58 +301,55 @@ impl VethPath {
         let base = unique_name(what);
         let left = Namespace::create(&format!("{base}-l"))?;
         let right = Namespace::create(&format!("{base}-r"))?;
-        // Each end is created directly inside its namespace, so the fixed
-        // name cannot collide with the host's interfaces or another path's.
-        ip(&[
-            "link",
-            "add",
-            "eth0",
-            "netns",
-            left.name(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            right.name(),
-        ])?;
+        join(left.name(), right.name())?;
         for (ns, addr) in [(&left, LEFT_ADDR), (&right, RIGHT_ADDR)] {
-            ip(&[
-                "-n",
+            write_path_hosts(
                 ns.name(),
-                "addr",
-                "add",
-                &format!("{addr}/{PREFIX_LEN}"),
-                "dev",
-                "eth0",
-            ])?;
-            ip(&["-n", ns.name(), "link", "set", "eth0", "up"])?;
-            // Programs that resolve this machine's own name (globus-url-copy
-            // does) get the host's address on the path.
-            let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            let mut hosts = vec![(LEFT_ADDR, "rs-left"), (RIGHT_ADDR, "rs-right")];
-            if !hostname.trim().is_empty() {
-                hosts.push((addr, hostname.trim()));
-            }
-            ns.set_hosts(&hosts)?;
+                addr,
+                &[(LEFT_ADDR, "rs-left"), (RIGHT_ADDR, "rs-right")],
+            )?;
         }
         Ok(VethPath { left, right })
     }
 }
 
-/// Deletes every namespace whose name starts with [`PREFIX`] (what a
-/// crashed run left behind); returns their names.
-pub fn down_all() -> Result<Vec<String>, NetnsError> {
-    let output = ip(&["netns", "list"])?;
-    let mut removed = Vec::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let name = line.split_whitespace().next().unwrap_or("");
-        if name.starts_with(PREFIX) {
-            ip(&["netns", "del", name])?;
-            let _ = std::fs::remove_dir_all(Path::new(ETC_NETNS).join(name));
-            removed.push(name.to_owned());
-        }
+/// Joins two namespaces with a veth pair: `eth0` in each, [`LEFT_ADDR`] in
+/// `left` and [`RIGHT_ADDR`] in `right`, both up.
+pub fn join(left: &str, right: &str) -> Result<(), NetnsError> {
+    // Each end is created directly inside its namespace, so the fixed name
+    // cannot collide with the host's interfaces or another path's.
+    ip(&[
+        "link", "add", "eth0", "netns", left, "type", "veth", "peer", "name", "eth0", "netns",
+        right,
+    ])?;
+    for (ns, addr) in [(left, LEFT_ADDR), (right, RIGHT_ADDR)] {
+        ip(&[
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{addr}/{PREFIX_LEN}"),
+            "dev",
+            "eth0",
+        ])?;
+        ip(&["-n", ns, "link", "set", "eth0", "up"])?;
     }
-    Ok(removed)
+    Ok(())
+}
+
+/// Writes a path host's `/etc/hosts`: `names`, plus this machine's own
+/// hostname for `own` (the host's address on the path), because programs
+/// that resolve their own name (globus-gridftp-server, globus-url-copy)
+/// must find it without DNS.
+pub fn write_path_hosts(
+    name: &str,
+    own: Ipv4Addr,
+    names: &[(Ipv4Addr, &str)],
+) -> Result<(), NetnsError> {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut hosts = names.to_vec();
+    if !hostname.trim().is_empty() {
+        hosts.push((own, hostname.trim()));
+    }
+    write_hosts(name, &hosts)
 }

@@ -169,9 +169,11 @@ pub struct HostSpec {
     pub tcp_wmem: Option<[u64; 3]>,
     /// `net.ipv4.tcp_congestion_control`.
     pub congestion: Option<String>,
-    /// `net.core.rmem_max` (kept per namespace since Linux 6.8? see the README).
+    /// `net.core.rmem_max`: host-wide on Linux 6.18 (read-only inside a
+    /// namespace), so the system layer raises the host's value while the
+    /// path is up; see the README.
     pub rmem_max: Option<u64>,
-    /// `net.core.wmem_max`.
+    /// `net.core.wmem_max`: host-wide, as `rmem_max`.
     pub wmem_max: Option<u64>,
     /// A command the path starts on this host and stops at teardown.
     pub command: Option<Vec<String>>,

@@ -354,24 +354,22 @@ impl EmulatedPath {
     /// Tears the path down now, reporting what failed.
     pub fn down(mut self) -> Result<(), EmuError> {
         self.detached = true;
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), EmuError> {
+        let result = teardown(&self.record);
         if let Some(mut child) = self.emulator.take() {
-            teardown(&self.record)?;
             let _ = child.wait();
-            Ok(())
-        } else {
-            teardown(&self.record)
         }
+        result
     }
 }
 
 impl Drop for EmulatedPath {
     fn drop(&mut self) {
-        if self.detached {
-            return;
-        }
-        let _ = teardown(&self.record);
-        if let Some(mut child) = self.emulator.take() {
-            let _ = child.wait();
+        if !self.detached {
+            let _ = self.stop();
         }
     }
 }
@@ -534,18 +532,20 @@ pub fn down(name: &str) -> Result<(), EmuError> {
 }
 
 /// Tears down what dead runs left behind, and nothing that is alive: paths
-/// whose owner or emulator died, directories without a record, and `rs-`
-/// namespaces named after a process that no longer exists
-/// (`rs-WHAT-PID-N`). Run before every `up`.
+/// whose owner or emulator died, and unrecorded `rs-` namespaces named
+/// after a process that no longer exists (`rs-WHAT-PID-N`). A state
+/// directory without a record may be a path coming up right now, so only
+/// [`down_all`] removes those. Run before every `up`.
 pub fn down_stale() -> Result<Vec<String>, EmuError> {
     let alive = |pid: u32| Path::new(&format!("/proc/{pid}")).exists();
     let mut removed = Vec::new();
-    for record in records() {
+    let recorded = records();
+    for record in &recorded {
         let owner_dead = record.owner_pid.is_some_and(|pid| !alive(pid));
         let emulator_dead = record.emulator_pid.is_some_and(|pid| !rattan::running(pid));
         if owner_dead || emulator_dead {
-            teardown(&record)?;
-            removed.push(record.name);
+            teardown(record)?;
+            removed.push(record.name.clone());
         }
     }
     for ns in netns::list()? {
@@ -558,7 +558,7 @@ pub fn down_stale() -> Result<Vec<String>, EmuError> {
             .next();
         if let Some(pid) = pid
             && !alive(pid)
-            && !records().iter().any(|r| r.namespaces.contains(&ns))
+            && !recorded.iter().any(|r| r.namespaces.contains(&ns))
         {
             netns::kill_processes_in(&ns, Duration::from_secs(1));
             netns::delete(&ns)?;

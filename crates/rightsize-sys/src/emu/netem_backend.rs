@@ -5,12 +5,12 @@
 //! commands it generates (see the core's tests).
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Child;
 
 use rightsize_core::path::{PathSpec, Side, netem};
 
 use super::{EmuError, HostRecord, Record};
-use crate::netns::{self, LEFT_ADDR, PREFIX_LEN, RIGHT_ADDR};
+use crate::netns::{self, LEFT_ADDR, RIGHT_ADDR};
 
 /// Whether the running kernel has the netem qdisc (loaded, or loadable as
 /// a module of this kernel).
@@ -30,25 +30,6 @@ pub fn available() -> bool {
     ]
     .iter()
     .any(|f| dir.join(f).exists())
-}
-
-fn ip(args: &[&str]) -> Result<(), EmuError> {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| EmuError::Missing {
-            problem: format!("cannot run ip: {e}"),
-            fix: "run scripts/setup (it installs iproute2)".to_owned(),
-        })?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(EmuError::Setting(format!(
-            "`ip {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )))
-    }
 }
 
 pub(super) fn up(
@@ -90,33 +71,19 @@ pub(super) fn up(
     super::save(&record)?;
     let build = || -> Result<(), EmuError> {
         for ns in [&left, &right] {
-            ip(&["netns", "add", ns])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            netns::Namespace::create(ns)?.keep();
         }
-        ip(&[
-            "link", "add", "eth0", "netns", &left, "type", "veth", "peer", "name", "eth0", "netns",
-            &right,
-        ])?;
+        netns::join(&left, &right)?;
         for (ns, addr, plan) in [
             (&left, LEFT_ADDR, &plans[0]),
             (&right, RIGHT_ADDR, &plans[1]),
         ] {
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/{PREFIX_LEN}"),
-                "dev",
-                "eth0",
-            ])?;
-            ip(&["-n", ns, "link", "set", "eth0", "up"])?;
             for command in &plan.setup {
                 let mut args: Vec<&str> = vec!["netns", "exec", ns, "tc"];
                 args.extend(command.iter().map(String::as_str));
-                ip(&args)?;
+                netns::ip(&args)?;
             }
-            netns::write_hosts(ns, &[(LEFT_ADDR, "left"), (RIGHT_ADDR, "right")])?;
+            netns::write_path_hosts(ns, addr, &[(LEFT_ADDR, "left"), (RIGHT_ADDR, "right")])?;
         }
         Ok(())
     };

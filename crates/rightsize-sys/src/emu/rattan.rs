@@ -153,14 +153,10 @@ pub(super) fn up(
     let left = format!("ns-left-{id}");
     let right = format!("ns-right-{id}");
     let emulator_ns = format!("ns-rattan-{id}");
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let hostname = hostname.trim();
     for (ns, own) in [(&left, LEFT_ADDR), (&right, RIGHT_ADDR)] {
-        let mut hosts = vec![(LEFT_ADDR, "left"), (RIGHT_ADDR, "right")];
-        if !hostname.is_empty() {
-            hosts.push((own, hostname));
-        }
-        if let Err(e) = netns::write_hosts(ns, &hosts) {
+        if let Err(e) =
+            netns::write_path_hosts(ns, own, &[(LEFT_ADDR, "left"), (RIGHT_ADDR, "right")])
+        {
             stop(child.id());
             let _ = child.wait();
             return Err(e.into());
