@@ -248,6 +248,123 @@ impl Recorder {
     }
 }
 
+/// One line per tuner decision, `"kind": "decision"`: what the tuner saw,
+/// its state and reason, and each action as the kernel applied it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename = "decision")]
+pub struct DecisionLine {
+    /// Seconds since the data connection opened, to the microsecond.
+    pub t_s: f64,
+    /// The tuner, as `--tune` names it.
+    pub tuner: String,
+    /// What prompted it: `setup`, `sample`, `control_rtt`, `train`,
+    /// `udp_probes` or `peer`.
+    pub event: String,
+    /// The tuner's state after the decision.
+    pub state: String,
+    /// Why, with the numbers behind it.
+    pub reason: String,
+    /// The size the tuner wants now, bytes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub requested_bytes: Option<u64>,
+    /// What was done, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub actions: Vec<AppliedAction>,
+}
+
+/// One action of a decision and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedAction {
+    /// `set_rcvbuf`, `set_sndbuf`, `set_window_clamp` or `tell_peer`.
+    pub action: String,
+    /// The size asked for, bytes.
+    pub requested_bytes: u64,
+    /// What the kernel reports afterwards (for the buffers about twice the
+    /// request), bytes; absent for `tell_peer` and on error.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub applied_bytes: Option<u64>,
+    /// The sysctl that capped it, when the kernel kept less than asked.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub clamped_by: Option<String>,
+    /// Why it failed or was not done (a peer that cannot be told).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
+/// Peak and time-weighted mean of a socket's buffers over a connection,
+/// from read-backs at known times: the memory a tuner cost. Reads no clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BufferStats {
+    last: Option<(Duration, BufferReading)>,
+    first_at: Option<Duration>,
+    peak_rcvbuf: u64,
+    peak_sndbuf: u64,
+    /// Byte-seconds of each buffer since the first reading.
+    rcv_area: f64,
+    snd_area: f64,
+}
+
+/// What [`BufferStats`] found, bytes as read back (Linux reports about
+/// twice a `setsockopt` request).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferSummary {
+    /// Largest `SO_RCVBUF` read back.
+    pub peak_rcvbuf_bytes: u64,
+    /// Largest `SO_SNDBUF` read back.
+    pub peak_sndbuf_bytes: u64,
+    /// Time-weighted mean `SO_RCVBUF`.
+    pub mean_rcvbuf_bytes: u64,
+    /// Time-weighted mean `SO_SNDBUF`.
+    pub mean_sndbuf_bytes: u64,
+}
+
+impl BufferStats {
+    /// Takes a reading made `at` after the connection opened; each value
+    /// holds until the next reading. Readings out of order count for their
+    /// peak only.
+    pub fn observe(&mut self, at: Duration, reading: BufferReading) {
+        self.peak_rcvbuf = self.peak_rcvbuf.max(reading.rcvbuf_bytes);
+        self.peak_sndbuf = self.peak_sndbuf.max(reading.sndbuf_bytes);
+        match self.last {
+            Some((last_at, last)) if at >= last_at => {
+                let dt = (at - last_at).as_secs_f64();
+                self.rcv_area += last.rcvbuf_bytes as f64 * dt;
+                self.snd_area += last.sndbuf_bytes as f64 * dt;
+                self.last = Some((at, reading));
+            }
+            Some(_) => {}
+            None => {
+                self.first_at = Some(at);
+                self.last = Some((at, reading));
+            }
+        }
+    }
+
+    /// The peaks, and the means up to the last reading (the last value
+    /// alone when all readings came at one instant).
+    pub fn summary(&self) -> BufferSummary {
+        let Some((last_at, last)) = self.last else {
+            return BufferSummary::default();
+        };
+        let span = last_at
+            .saturating_sub(self.first_at.unwrap_or(last_at))
+            .as_secs_f64();
+        let mean = |area: f64, last: u64| {
+            if span > 0.0 {
+                (area / span).round() as u64
+            } else {
+                last
+            }
+        };
+        BufferSummary {
+            peak_rcvbuf_bytes: self.peak_rcvbuf,
+            peak_sndbuf_bytes: self.peak_sndbuf,
+            mean_rcvbuf_bytes: mean(self.rcv_area, last.rcvbuf_bytes),
+            mean_sndbuf_bytes: mean(self.snd_area, last.sndbuf_bytes),
+        }
+    }
+}
+
 /// `bytes` over `interval` in bits per second, rounded down and saturating;
 /// `None` for an empty interval.
 pub fn goodput_bps(bytes: u64, interval: Duration) -> Option<u64> {
@@ -445,5 +562,28 @@ mod tests {
             assert_eq!(err.interval, bad);
             assert!(err.to_string().contains("minimum 1ms"), "{err}");
         }
+    }
+
+    #[test]
+    fn buffer_stats_keep_the_peak_and_a_time_weighted_mean() {
+        let reading = |rcv: u64, snd: u64| BufferReading {
+            rcvbuf_bytes: rcv,
+            sndbuf_bytes: snd,
+            window_clamp_bytes: 0,
+        };
+        let mut stats = BufferStats::default();
+        assert_eq!(stats.summary(), BufferSummary::default());
+        stats.observe(Duration::from_secs(0), reading(100, 10));
+        assert_eq!(stats.summary().mean_rcvbuf_bytes, 100);
+        // 1 s at 100, 3 s at 500: mean 400; peak 500.
+        stats.observe(Duration::from_secs(1), reading(500, 10));
+        stats.observe(Duration::from_secs(4), reading(200, 40));
+        // A reading from the past counts for its peak only.
+        stats.observe(Duration::from_secs(2), reading(900, 10));
+        let s = stats.summary();
+        assert_eq!(s.peak_rcvbuf_bytes, 900);
+        assert_eq!(s.peak_sndbuf_bytes, 40);
+        assert_eq!(s.mean_rcvbuf_bytes, 400);
+        assert_eq!(s.mean_sndbuf_bytes, 10);
     }
 }

@@ -7,3 +7,4 @@
 pub mod client;
 pub mod server;
 pub mod telemetry;
+pub mod tuning;

@@ -8,12 +8,10 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use rightsize_core::telemetry::{Direction, Header, Role};
-use rightsize_sys::telemetry::{Sampler, TelemetryError};
+use rightsize_sys::telemetry::TelemetryOut;
 
 /// Why a telemetry file could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -26,15 +24,6 @@ pub enum StartError {
         /// Why.
         #[source]
         source: std::io::Error,
-    },
-    /// Starting the sampler.
-    #[error("cannot start sampling into {path}")]
-    Sampler {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: TelemetryError,
     },
 }
 
@@ -51,15 +40,14 @@ pub struct Describe {
     pub settings: BTreeMap<String, String>,
 }
 
-/// Creates `path` and samples `socket` into it every `interval`; `bytes`
-/// is the transfer's payload counter. Finish with [`Sampler::finish`].
-pub fn start(
+/// Creates `path` for a telemetry file of `socket`, sampled every
+/// `interval`; hand the result to `rightsize_sys::telemetry::Monitor`.
+pub fn open(
     path: &Path,
     socket: &TcpStream,
-    bytes: Arc<AtomicU64>,
     interval: Duration,
     describe: Describe,
-) -> Result<Sampler, StartError> {
+) -> Result<TelemetryOut, StartError> {
     let file = File::create(path).map_err(|source| StartError::Create {
         path: path.to_owned(),
         source,
@@ -77,15 +65,9 @@ pub fn start(
         interval_us: None,
         settings: describe.settings,
     };
-    Sampler::start(
-        socket,
-        bytes,
+    Ok(TelemetryOut {
+        out: Box::new(BufWriter::new(file)),
+        header,
         interval,
-        Box::new(BufWriter::new(file)),
-        &header,
-    )
-    .map_err(|source| StartError::Sampler {
-        path: path.to_owned(),
-        source,
     })
 }

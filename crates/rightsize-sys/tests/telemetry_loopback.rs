@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rightsize_core::telemetry::{Direction, Header, RecordKind, Role};
-use rightsize_sys::telemetry::{Sampler, TelemetryError};
+use rightsize_sys::telemetry::{Monitor, TelemetryError, TelemetryOut};
 
 const TOTAL_BYTES: u64 = 50_000_000;
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -51,6 +51,14 @@ fn header(stream: &TcpStream) -> Header {
     }
 }
 
+fn telemetry(out: &Shared, stream: &TcpStream, interval: Duration) -> TelemetryOut {
+    TelemetryOut {
+        out: Box::new(out.clone()),
+        header: header(stream),
+        interval,
+    }
+}
+
 fn pair() -> (TcpStream, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let addr = listener.local_addr().expect("listener addr");
@@ -81,12 +89,11 @@ fn telemetry_samples_a_loopback_transfer() {
 
     let bytes = Arc::new(AtomicU64::new(0));
     let out = Shared::default();
-    let sampler = Sampler::start(
+    let sampler = Monitor::start(
         &sender,
         Arc::clone(&bytes),
-        Duration::from_millis(10),
-        Box::new(out.clone()),
-        &header(&sender),
+        Some(telemetry(&out, &sender, Duration::from_millis(10))),
+        None,
     )
     .expect("start the sampler");
     let chunk = vec![0x5au8; CHUNK_BYTES];
@@ -104,7 +111,12 @@ fn telemetry_samples_a_loopback_transfer() {
     drop(sender);
     std::thread::sleep(Duration::from_millis(30));
     assert!(sampler.last().is_some());
-    let final_record = sampler.finish().expect("finish the sampler");
+    let finished = sampler.finish().expect("finish the sampler");
+    assert_eq!(finished.telemetry_error, None);
+    assert!(finished.tuner.is_none());
+    assert!(finished.buffers.peak_sndbuf_bytes >= finished.buffers.mean_sndbuf_bytes);
+    assert!(finished.buffers.mean_sndbuf_bytes > 0);
+    let final_record = finished.record;
     assert_eq!(final_record.kind, RecordKind::Final);
     assert_eq!(final_record.bytes, TOTAL_BYTES);
     assert!(final_record.rtt_us.is_some());
@@ -160,12 +172,11 @@ fn telemetry_refuses_a_zero_interval() {
     let (sender, _receiver) = pair();
     let out = Shared::default();
     for interval in [Duration::ZERO, Duration::from_micros(500)] {
-        let err = Sampler::start(
+        let err = Monitor::start(
             &sender,
             Arc::new(AtomicU64::new(0)),
-            interval,
-            Box::new(out.clone()),
-            &header(&sender),
+            Some(telemetry(&out, &sender, interval)),
+            None,
         )
         .expect_err("too short an interval");
         assert!(matches!(err, TelemetryError::Interval(_)), "{err:?}");
@@ -193,14 +204,13 @@ impl Write for Broken {
 #[test]
 fn telemetry_reports_a_failed_header_write() {
     let (sender, _receiver) = pair();
-    let err = Sampler::start(
-        &sender,
-        Arc::new(AtomicU64::new(0)),
-        Duration::from_millis(10),
-        Box::new(Broken),
-        &header(&sender),
-    )
-    .expect_err("the header cannot be written");
+    let out = TelemetryOut {
+        out: Box::new(Broken),
+        header: header(&sender),
+        interval: Duration::from_millis(10),
+    };
+    let err = Monitor::start(&sender, Arc::new(AtomicU64::new(0)), Some(out), None)
+        .expect_err("the header cannot be written");
     assert!(
         matches!(err, TelemetryError::Write { line: "header", .. }),
         "{err:?}"

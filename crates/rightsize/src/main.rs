@@ -12,7 +12,6 @@ mod path;
 mod serve;
 mod transfer;
 mod transfer_output;
-mod transfer_telemetry;
 
 use std::process::ExitCode;
 

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use rightsize_core::passwd::UserDb;
 use rightsize_core::session::bench::{NULL_DIR, ZERO_DIR};
+use rightsize_core::tune::TunerSpec;
 use rightsize_core::units::{self, Bytes};
 use rightsize_ftp::server::{self, Server, ServerConfig};
 use rightsize_sys::socket::BufferRequest;
@@ -72,6 +73,13 @@ pub struct ServeArgs {
     /// Time a data connection may move nothing.
     #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = units::parse_positive_duration)]
     pub data_idle_timeout: Duration,
+
+    /// How data connections' buffers are sized while they run: stock (64 KiB), static:SIZE, kernel
+    /// (the OS autotunes), drs, sobas, freebsd, or auto (rightsize's own, reading TCP_INFO). A
+    /// client's SBUF before a transfer fixes that transfer's size instead. Default: auto, unless
+    /// --rcvbuf or --sndbuf fix the buffers.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["rcvbuf", "sndbuf"])]
+    pub tune: Option<TunerSpec>,
 
     /// SO_RCVBUF for data connections (a client's SBUF replaces it): 64KiB, 16MiB.
     #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
@@ -139,6 +147,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         sndbuf: args.sndbuf.map(|b| b.0),
         congestion: args.congestion.clone(),
         ..BufferRequest::default()
+    };
+    config.tune = match &args.tune {
+        Some(spec) => Some(spec.clone()),
+        None if args.rcvbuf.is_some() || args.sndbuf.is_some() => None,
+        None => Some(TunerSpec::Auto),
     };
     config.telemetry_dir = args.telemetry_dir.clone();
     config.telemetry_interval = args.telemetry_interval;

@@ -21,12 +21,12 @@ use rightsize_core::units::{self, Bytes, UnitError};
 use rightsize_core::url::FtpUrl;
 use rightsize_ftp::client::{
     self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, Direction, Options, Output, Report,
+    TelemetryFile,
 };
 use rightsize_sys::socket::BufferRequest;
 
 use crate::transfer_output::{Console, summary_json, summary_text};
-use crate::transfer_telemetry::ClientTelemetry;
-use rightsize_core::telemetry::Direction as TelemetryDirection;
+use rightsize_core::tune::TunerSpec;
 use std::collections::BTreeMap;
 
 /// `rightsize get`.
@@ -111,6 +111,12 @@ pub struct TransferArgs {
     #[arg(long, value_name = "NAME")]
     pub congestion: Option<String>,
 
+    /// How the data socket's buffers are sized while the transfer runs: stock (64 KiB), static:SIZE,
+    /// kernel (the OS autotunes), drs, sobas, freebsd, or auto (rightsize's own, reading TCP_INFO).
+    /// Default: auto, unless --rcvbuf, --sndbuf or --window-clamp fix the buffers.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["rcvbuf", "sndbuf", "window_clamp"])]
+    pub tune: Option<TunerSpec>,
+
     /// Ask the server to use this TCP buffer on its data socket (GridFTP SBUF); sent only to
     /// servers that offer it (FEAT SBUF, or a GridFTP server).
     #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
@@ -177,7 +183,21 @@ fn parse_window_clamp(input: &str) -> Result<u32, String> {
 }
 
 impl TransferArgs {
-    fn telemetry(&self, url: &FtpUrl, direction: TelemetryDirection) -> Option<ClientTelemetry> {
+    /// The tuner: `--tune`, else auto unless buffers are fixed by hand.
+    fn tune(&self) -> Option<TunerSpec> {
+        match &self.tune {
+            Some(spec) => Some(spec.clone()),
+            None if self.rcvbuf.is_some()
+                || self.sndbuf.is_some()
+                || self.window_clamp.is_some() =>
+            {
+                None
+            }
+            None => Some(TunerSpec::Auto),
+        }
+    }
+
+    fn telemetry(&self, url: &FtpUrl) -> Option<TelemetryFile> {
         let path = self.telemetry.clone()?;
         let opt =
             |v: Option<Bytes>| v.map_or_else(|| "default".to_owned(), |b| b.get().to_string());
@@ -199,16 +219,20 @@ impl TransferArgs {
                 "mode".to_owned(),
                 if self.active { "active" } else { "passive" }.to_owned(),
             ),
+            (
+                "tune_spec".to_owned(),
+                self.tune()
+                    .map_or_else(|| "none".to_owned(), |t| t.to_string()),
+            ),
         ]);
-        Some(ClientTelemetry::new(
+        Some(TelemetryFile {
             path,
-            self.telemetry_interval,
-            direction,
+            interval: self.telemetry_interval,
             settings,
-        ))
+        })
     }
 
-    fn options(&self) -> Options {
+    fn options(&self, url: &FtpUrl) -> Options {
         Options {
             buffers: BufferRequest {
                 rcvbuf: self.rcvbuf.map(Bytes::get),
@@ -222,6 +246,8 @@ impl TransferArgs {
             verify: self.verify,
             connect_timeout: self.connect_timeout.0,
             idle_timeout: self.timeout.0,
+            tune: self.tune(),
+            telemetry: self.telemetry(url),
         }
     }
 }
@@ -247,17 +273,15 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut console = Console::new(&args.common, Direction::Get, data_on_stdout);
-    console.telemetry = args
-        .common
-        .telemetry(&args.url, TelemetryDirection::Receive);
-    let result = client::get(&args.url, &output, &args.common.options(), &mut console);
+    let options = args.common.options(&args.url);
+    let result = client::get(&args.url, &output, &options, &mut console);
     finish(console, result, &args.common)
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
     let mut console = Console::new(&args.common, Direction::Put, false);
-    console.telemetry = args.common.telemetry(&args.url, TelemetryDirection::Send);
-    let result = client::put(&args.file, &args.url, &args.common.options(), &mut console);
+    let options = args.common.options(&args.url);
+    let result = client::put(&args.file, &args.url, &options, &mut console);
     finish(console, result, &args.common)
 }
 
@@ -267,11 +291,7 @@ fn finish(
     args: &TransferArgs,
 ) -> anyhow::Result<ExitCode> {
     console.clear_bar();
-    let telemetry = console.telemetry.take().map(ClientTelemetry::finish);
     let report = result?;
-    if let Some(Err(e)) = telemetry {
-        return Err(e);
-    }
     console.final_interval(&report);
     if args.json {
         let json = serde_json::to_string_pretty(&summary_json(&report))?;
@@ -279,6 +299,14 @@ fn finish(
         writeln!(out, "{json}").context("write the JSON summary to standard output")?;
     } else {
         console.say(&summary_text(&report));
+    }
+    // The transfer itself completed and its file is in place.
+    if let Some(e) = report
+        .tuning
+        .as_ref()
+        .and_then(|t| t.telemetry_error.as_ref())
+    {
+        anyhow::bail!("telemetry: {e}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,6 @@ use rightsize_sys::socket::{Applied, BufferApplied};
 use serde_json::{Value, json};
 
 use crate::transfer::TransferArgs;
-use crate::transfer_telemetry::ClientTelemetry;
 
 /// How often the progress bar is redrawn.
 const BAR_REDRAW: Duration = Duration::from_millis(200);
@@ -34,8 +33,6 @@ pub struct Console {
     last_bytes: u64,
     last_retrans: u32,
     header_printed: bool,
-    /// `--telemetry FILE`, fed from the progress reports.
-    pub telemetry: Option<ClientTelemetry>,
 }
 
 impl Console {
@@ -52,7 +49,6 @@ impl Console {
             last_bytes: 0,
             last_retrans: 0,
             header_printed: false,
-            telemetry: None,
         }
     }
 
@@ -149,9 +145,6 @@ impl Console {
 
 impl Observer for Console {
     fn progress(&mut self, progress: &Progress<'_>) {
-        if let Some(telemetry) = self.telemetry.as_mut() {
-            telemetry.on_progress(progress);
-        }
         if self.interval.is_some() {
             if progress.elapsed >= self.next_line_at {
                 let info = progress.tcp_info().ok();
@@ -256,6 +249,46 @@ pub fn summary_text(report: &Report) -> String {
         "  client buffers: {}",
         buffers_text(&report.buffers_applied)
     );
+    if let Some(tuning) = &report.tuning {
+        let tuner = tuning.tuner.as_ref().map_or_else(String::new, |t| {
+            format!(
+                "tune {} (ended {}, {} decisions); ",
+                t.name, t.state, t.decisions
+            )
+        });
+        let (peak, mean, name) = match report.direction {
+            Direction::Get => (
+                tuning.buffers.peak_rcvbuf_bytes,
+                tuning.buffers.mean_rcvbuf_bytes,
+                "SO_RCVBUF",
+            ),
+            Direction::Put => (
+                tuning.buffers.peak_sndbuf_bytes,
+                tuning.buffers.mean_sndbuf_bytes,
+                "SO_SNDBUF",
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "  client memory: {tuner}{name} peak {}, mean {}",
+            Bytes(peak).grouped(),
+            Bytes(mean).grouped()
+        );
+    }
+    if let Some(server) = &report.server_buffers
+        && let (Some(rcv), Some(snd)) = (server.peak_rcvbuf_bytes, server.peak_sndbuf_bytes)
+    {
+        let tune = server
+            .tune
+            .as_ref()
+            .map_or_else(String::new, |t| format!("tune {t}; "));
+        let _ = writeln!(
+            out,
+            "  server memory: {tune}SO_RCVBUF peak {}, SO_SNDBUF peak {}",
+            Bytes(rcv).grouped(),
+            Bytes(snd).grouped()
+        );
+    }
     if let Some(sbuf) = &report.sbuf {
         let _ = writeln!(
             out,
@@ -349,6 +382,7 @@ pub fn summary_json(report: &Report) -> Value {
             "applied": report.buffers_applied,
         },
         "server_buffers": report.server_buffers,
+        "tuning": report.tuning,
         "sbuf": report.sbuf,
         "retransmits": info.map(|i| i.total_retrans_segs),
         "rtt_us": info.map(|i| i.rtt_us),

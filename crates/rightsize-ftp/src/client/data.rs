@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rightsize_core::ftp::Command;
 use rightsize_core::ftp::addr::{find_epsv_port, find_pasv_address};
-use rightsize_sys::socket::{self, Applied};
+use rightsize_sys::socket::{self, Applied, BufferRequest};
 use serde::Serialize;
 
 use super::control::Control;
@@ -104,16 +104,19 @@ pub(crate) fn passive_port<S: Read + Write>(
 /// Sets up a passive data connection and connects it.
 pub(crate) fn open_passive(
     control: &mut Control<TcpStream>,
+    request: &BufferRequest,
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Plan, ClientError> {
     let (mode, port) = passive_port(control, observer)?;
     let addr = SocketAddr::new(control.server().ip(), port);
-    let (stream, applied) = socket::connect(addr, &options.buffers, options.connect_timeout)
-        .map_err(|source| ClientError::DataConnect {
-            addr,
-            mode: mode.verb(),
-            source: Box::new(source),
+    let (stream, applied) =
+        socket::connect(addr, request, options.connect_timeout).map_err(|source| {
+            ClientError::DataConnect {
+                addr,
+                mode: mode.verb(),
+                source: Box::new(source),
+            }
         })?;
     Ok(Plan {
         mode,
@@ -128,7 +131,7 @@ pub(crate) fn open_passive(
 pub(crate) fn open_active(
     control: &mut Control<TcpStream>,
     features: &Features,
-    options: &Options,
+    request: &BufferRequest,
     observer: &mut dyn Observer,
 ) -> Result<Plan, ClientError> {
     let server = control.server();
@@ -142,7 +145,7 @@ pub(crate) fn open_active(
         })?;
     let bind = SocketAddr::new(local.ip(), 0);
     let (listener, applied) =
-        socket::listen(bind, &options.buffers, 1).map_err(|source| ClientError::DataConnect {
+        socket::listen(bind, request, 1).map_err(|source| ClientError::DataConnect {
             addr: bind,
             mode: "EPRT/PORT",
             source: Box::new(source),

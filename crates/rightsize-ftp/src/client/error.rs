@@ -231,6 +231,12 @@ pub enum ClientError {
         /// The server's answer.
         remote: String,
     },
+    /// The telemetry file could not be created or started.
+    #[error(transparent)]
+    TelemetryStart(#[from] crate::telemetry::StartError),
+    /// Watching the data connection (telemetry, tuner) failed.
+    #[error("telemetry of the data connection")]
+    Telemetry(#[from] rightsize_sys::telemetry::TelemetryError),
 }
 
 /// ` (addr)` when the host name resolved to something else than it says.

@@ -38,6 +38,8 @@ use std::time::Duration;
 
 use rightsize_core::checksum::Algorithm;
 use rightsize_core::tcpinfo::TcpInfoSample;
+use rightsize_core::telemetry::BufferSummary;
+use rightsize_core::tune::TunerSpec;
 use rightsize_sys::socket::{Applied, BufferRequest};
 use rightsize_sys::tcp_info::TcpInfoError;
 use serde::Serialize;
@@ -45,6 +47,7 @@ use serde::Serialize;
 pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
+pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, put};
 
 /// Default time to open a control or data connection, and in active mode
@@ -76,6 +79,23 @@ pub struct Options {
     /// Limit for each wait for a reply or for data to move. Default
     /// [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// The tuner that sizes the data connection while it runs; its
+    /// settings replace the buffers and clamp of `buffers` (congestion
+    /// control stays). `None` applies `buffers` as they are.
+    pub tune: Option<TunerSpec>,
+    /// A telemetry file of the data connection, with the tuner's decisions.
+    pub telemetry: Option<TelemetryFile>,
+}
+
+/// Where and how often to record the data connection (`--telemetry`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryFile {
+    /// The file, created (or truncated) when the data connection opens.
+    pub path: PathBuf,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Settings to record in the header, by name.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for Options {
@@ -87,6 +107,8 @@ impl Default for Options {
             verify: false,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            tune: None,
+            telemetry: None,
         }
     }
 }
@@ -212,6 +234,26 @@ pub struct Report {
     pub checksum: Option<ChecksumReport>,
     /// The `SIZE` answer (download) or local size (upload), bytes.
     pub expected_bytes: Option<u64>,
+    /// The client end's buffers over the transfer (peak and mean, as read
+    /// back) and its tuner's end.
+    pub tuning: Option<TuningReport>,
+}
+
+/// The client end's buffers over the transfer and its tuner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TuningReport {
+    /// Peak and time-weighted mean buffers, bytes as read back.
+    pub buffers: BufferSummary,
+    /// The tuner's name, last state and decision count, if one ran.
+    pub tuner: Option<TunerSummary>,
+    /// Whether the in-transfer extension was on (a rightsize server that
+    /// took `OPTS RIGHTSIZE ON`).
+    pub extension: bool,
+    /// What the server said in-transfer that was ignored, and why.
+    pub ignored: Vec<String>,
+    /// Why the telemetry file stopped early, if it did (the transfer
+    /// itself completed).
+    pub telemetry_error: Option<String>,
 }
 
 impl Report {

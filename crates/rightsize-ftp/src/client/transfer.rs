@@ -12,19 +12,29 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use rightsize_core::checksum::{Algorithm, Checksum};
 use rightsize_core::ftp::{Command, Reply};
+use rightsize_core::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
+use rightsize_core::tune::{Peer, Role, Tuner};
 use rightsize_core::url::FtpUrl;
-use rightsize_sys::socket::{Applied, BufferApplied};
+use rightsize_sys::socket::{Applied, BufferApplied, BufferRequest};
+use rightsize_sys::telemetry::{Monitor, TelemetryOut, Tuning};
 
 use super::control::{arg, is_timeout};
 use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::Sink;
 use super::session::Session;
-use super::{ChecksumReport, Direction, Observer, Options, Output, Progress, Report};
+use super::{
+    ChecksumReport, Direction, Observer, Options, Output, Progress, Report, TelemetryFile,
+    TuningReport,
+};
+use crate::telemetry::{self, Describe};
+use crate::tuning;
 use rightsize_core::session::report::DataSocketBuffers;
 
 /// Bytes moved per read or write on the data connection.
@@ -57,7 +67,7 @@ pub fn get(
     let mut checksum = start_checksum(&session, options, observer);
 
     let retr = Command::Retr(arg(path, "path")?);
-    let mut data = open_data(&mut session, &retr, path, options, observer)?;
+    let mut data = open_data(&mut session, &retr, path, Role::Receiver, options, observer)?;
     let started = Instant::now();
     let mut bytes = 0u64;
     let mut chunk = vec![0u8; CHUNK_BYTES];
@@ -74,6 +84,7 @@ pub fn get(
             c.update(piece);
         }
         bytes += n as u64;
+        data.moved(bytes);
         observer.progress(&Progress {
             bytes,
             elapsed: started.elapsed(),
@@ -102,15 +113,10 @@ pub fn get(
         bytes,
         elapsed,
         server,
-        data_mode: done.mode,
-        data_peer: done.peer,
-        buffers_requested: options.buffers.clone(),
-        buffers_applied: done.applied,
-        server_buffers: done.server_buffers,
         sbuf,
-        tcp_info: done.tcp_info,
         checksum,
         expected_bytes,
+        ..done.report()
     })
 }
 
@@ -147,7 +153,7 @@ pub fn put(
     let mut checksum = start_checksum(&session, options, observer);
 
     let stor = Command::Stor(arg(&path, "path")?);
-    let mut data = open_data(&mut session, &stor, &path, options, observer)?;
+    let mut data = open_data(&mut session, &stor, &path, Role::Sender, options, observer)?;
     let started = Instant::now();
     let mut bytes = 0u64;
     let mut chunk = vec![0u8; CHUNK_BYTES];
@@ -166,6 +172,7 @@ pub fn put(
             c.update(piece);
         }
         bytes += n as u64;
+        data.moved(bytes);
         observer.progress(&Progress {
             bytes,
             elapsed: started.elapsed(),
@@ -192,15 +199,10 @@ pub fn put(
         bytes,
         elapsed,
         server,
-        data_mode: done.mode,
-        data_peer: done.peer,
-        buffers_requested: options.buffers.clone(),
-        buffers_applied: done.applied,
-        server_buffers: done.server_buffers,
         sbuf,
-        tcp_info: done.tcp_info,
         checksum,
         expected_bytes,
+        ..done.report()
     })
 }
 
@@ -287,17 +289,22 @@ fn unverified_report() -> ChecksumReport {
     }
 }
 
-/// An open data connection of a `RETR` or `STOR`.
+/// An open data connection of a `RETR` or `STOR`, and its monitor.
 #[derive(Debug)]
 struct DataConn {
     stream: TcpStream,
     peer: SocketAddr,
     mode: DataMode,
+    request: BufferRequest,
     applied: Applied,
     verb: &'static str,
     path: String,
     /// A completion reply the server sent instead of a preliminary one.
     early_completion: Option<Reply>,
+    /// Samples the socket, runs the tuner and writes the telemetry.
+    monitor: Monitor,
+    /// Payload bytes moved, for the monitor.
+    bytes: Arc<AtomicU64>,
 }
 
 /// What is left of a data connection once it is closed.
@@ -305,24 +312,62 @@ struct DataConn {
 struct DataDone {
     mode: DataMode,
     peer: SocketAddr,
+    request: BufferRequest,
     applied: Applied,
     server_buffers: Option<DataSocketBuffers>,
     tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
+    tuning: Option<TuningReport>,
+}
+
+impl DataDone {
+    /// A report with what the data connection knows; the caller fills in
+    /// the rest.
+    fn report(self) -> Report {
+        Report {
+            url: String::new(),
+            direction: Direction::Get,
+            local_path: None,
+            bytes: 0,
+            elapsed: Duration::ZERO,
+            server: self.peer,
+            data_mode: self.mode,
+            data_peer: self.peer,
+            buffers_requested: self.request,
+            buffers_applied: self.applied,
+            server_buffers: self.server_buffers,
+            sbuf: None,
+            tcp_info: self.tcp_info,
+            checksum: None,
+            expected_bytes: None,
+            tuning: self.tuning,
+        }
+    }
 }
 
 /// Sets up the data connection, sends `command` (`RETR` or `STOR`), reads
-/// its `150`/`125` and makes the data connection usable.
+/// its `150`/`125`, makes the data connection usable and starts watching
+/// it: the tuner (`--tune`), with its settings before the handshake, and
+/// the telemetry file.
 fn open_data(
     session: &mut Session<TcpStream>,
     command: &Command,
     path: &[u8],
+    role: Role,
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<DataConn, ClientError> {
+    let tuner = options
+        .tune
+        .as_ref()
+        .map(|spec| tuning::build(spec, role, Peer::Other));
+    let request = match &tuner {
+        Some(tuner) => tuning::request(&options.buffers, tuner.setup().pre_handshake),
+        None => options.buffers.clone(),
+    };
     let plan = if options.active {
-        data::open_active(&mut session.control, &session.features, options, observer)?
+        data::open_active(&mut session.control, &session.features, &request, observer)?
     } else {
-        data::open_passive(&mut session.control, options, observer)?
+        data::open_passive(&mut session.control, &request, options, observer)?
     };
     warn_clamps(&plan.applied, observer);
     let verb = command.verb();
@@ -346,18 +391,67 @@ fn open_data(
         peer,
         source,
     })?;
+    let telemetry = match &options.telemetry {
+        Some(file) => Some(open_telemetry(file, &stream, role, tuner.as_deref())?),
+        None => None,
+    };
+    let tuning = tuner.map(|tuner| Tuning {
+        tuner,
+        control: session.control.stream().try_clone().ok(),
+        to_peer: None,
+        report_info: false,
+    });
+    let bytes = Arc::new(AtomicU64::new(0));
+    let monitor = Monitor::start(&stream, Arc::clone(&bytes), telemetry, tuning)?;
     Ok(DataConn {
         stream,
         peer,
         mode: plan.mode,
+        request,
         applied: plan.applied,
         verb,
         path: String::from_utf8_lossy(path).into_owned(),
         early_completion,
+        monitor,
+        bytes,
     })
 }
 
+/// Creates the telemetry file of the data connection `stream`.
+fn open_telemetry(
+    file: &TelemetryFile,
+    stream: &TcpStream,
+    role: Role,
+    tuner: Option<&dyn Tuner>,
+) -> Result<TelemetryOut, ClientError> {
+    let mut settings = file.settings.clone();
+    settings.insert(
+        "tune".to_owned(),
+        tuner.map_or("none", |t| t.name()).to_owned(),
+    );
+    let describe = Describe {
+        role: TelemetryRole::Client,
+        direction: match role {
+            Role::Receiver => TelemetryDirection::Receive,
+            Role::Sender => TelemetryDirection::Send,
+        },
+        argv: std::env::args().collect(),
+        settings,
+    };
+    Ok(telemetry::open(
+        &file.path,
+        stream,
+        file.interval,
+        describe,
+    )?)
+}
+
 impl DataConn {
+    /// Tells the monitor how many payload bytes have moved.
+    fn moved(&self, bytes: u64) {
+        self.bytes.store(bytes, Ordering::Relaxed);
+    }
+
     fn io_error(
         &self,
         op: &'static str,
@@ -390,6 +484,13 @@ impl DataConn {
         observer: &mut dyn Observer,
     ) -> Result<DataDone, ClientError> {
         let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
+        let tuning = self.monitor.finish().ok().map(|finished| TuningReport {
+            buffers: finished.buffers,
+            tuner: finished.tuner,
+            extension: false,
+            ignored: Vec::new(),
+            telemetry_error: finished.telemetry_error,
+        });
         drop(self.stream);
         let reply = match self.early_completion {
             Some(reply) => reply,
@@ -407,9 +508,11 @@ impl DataConn {
         Ok(DataDone {
             mode: self.mode,
             peer: self.peer,
+            request: self.request,
             applied: self.applied,
             server_buffers: DataSocketBuffers::from_reply_text(&reply.text()),
             tcp_info,
+            tuning,
         })
     }
 }

@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
@@ -22,6 +22,9 @@ use rightsize_core::session::report::DataSocketBuffers;
 use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
+
+use rightsize_core::tune::{Peer, Role, Tuner};
+use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::host::FsHost;
@@ -43,11 +46,17 @@ enum Event {
     Input(Vec<u8>),
     Closed,
     TransferDone(Box<data::DataReport>),
+    /// Something the running transfer's tuner tells the client.
+    Notice(ToPeer),
 }
 
 struct Running {
     abort: Arc<AbortHandle>,
     thread: JoinHandle<()>,
+    /// The running transfer's monitor, once its data connection is up:
+    /// where what the client reports goes.
+    #[allow(dead_code)] // TEMP: wired with the RIGHTSIZE extension
+    inbox: Arc<Mutex<Option<Inbox>>>,
 }
 
 struct Conn {
@@ -155,6 +164,7 @@ impl Conn {
                     last_line = Instant::now();
                     self.transfer_done(report)
                 }
+                Ok(Event::Notice(notice)) => self.notice(notice),
                 Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => false,
                 Err(RecvTimeoutError::Timeout) => {
                     let out = self.session.timed_out();
@@ -242,12 +252,25 @@ impl Conn {
                 "control connection lost".into(),
             ));
         }
+        let role = match &plan.kind {
+            TransferKind::Store { .. } => Role::Receiver,
+            TransferKind::Retrieve { .. } | TransferKind::Listing(_) => Role::Sender,
+        };
+        let peer = if self.rightsize_on() {
+            Peer::Rightsize
+        } else {
+            Peer::Other
+        };
+        let (request, tuner) = self.shared.data_plan(plan.sbuf, role, peer);
+        // A listing is too short to tune.
+        let tuner = tuner.filter(|_| !matches!(plan.kind, TransferKind::Listing(_)));
         let params = DataParams {
             control_peer: self.peer.ip(),
-            request: self.shared.data_request(plan.sbuf),
+            request,
             connect_timeout: self.shared.config.data_connect_timeout,
             idle_timeout: self.shared.config.data_idle_timeout,
         };
+        let mut tuning = tuner.map(|tuner| self.tuning(tuner, role, peer));
         self.transfers += 1;
         let log = TransferLog::new(
             Arc::clone(&self.shared),
@@ -263,27 +286,80 @@ impl Conn {
             .control
             .try_clone()
             .map_err(|e| TransferOutcome::LocalError(e.to_string()))?;
+        let inbox = Arc::new(Mutex::new(None));
+        let thread_inbox = Arc::clone(&inbox);
         let thread = thread::Builder::new()
             .name("ftp-data".into())
             .stack_size(TRANSFER_STACK_BYTES)
             .spawn(move || {
                 let progress = Arc::new(Progress::default());
-                let mut sampler = None;
-                let report = data::run(
+                let mut monitor = None;
+                let slot = |inbox: Option<Inbox>| {
+                    *thread_inbox.lock().unwrap_or_else(PoisonError::into_inner) = inbox;
+                };
+                let mut report = data::run(
                     endpoint,
                     flow,
                     &params,
                     &thread_abort,
                     &progress,
-                    &mut |socket| sampler = log.start(socket, &progress),
+                    &mut |socket| {
+                        monitor = log.start(socket, &progress, tuning.take());
+                        slot(monitor.as_ref().and_then(Monitor::inbox));
+                    },
                     &|| control_open(&control),
                 );
-                log.finish(sampler, &report);
+                slot(None);
+                // Stopped before TransferDone is sent: every notice of the
+                // monitor is in the channel ahead of the 226.
+                report.monitor = log.finish(monitor, &report);
                 let _ = events.send(Event::TransferDone(Box::new(report)));
             })
             .map_err(|e| TransferOutcome::LocalError(format!("no thread for the transfer: {e}")))?;
-        self.running = Some(Running { abort, thread });
+        self.running = Some(Running {
+            abort,
+            thread,
+            inbox,
+        });
         Ok(())
+    }
+
+    /// The tuner's connections: the control socket for its RTT, and the
+    /// client for sizes and reports when it turned the extension on.
+    fn tuning(&self, tuner: Box<dyn Tuner>, role: Role, peer: Peer) -> Tuning {
+        let to_peer = (peer == Peer::Rightsize).then(|| {
+            let events = self.events.clone();
+            // Never blocks the monitor: a notice that finds the queue full
+            // is dropped (the next one carries newer numbers).
+            Box::new(move |message| {
+                let _ = events.try_send(Event::Notice(message));
+            }) as Box<dyn FnMut(ToPeer) + Send>
+        });
+        Tuning {
+            tuner,
+            control: self.control.try_clone().ok(),
+            report_info: role == Role::Sender && to_peer.is_some(),
+            to_peer,
+        }
+    }
+
+    /// Whether the client turned the in-transfer extension on.
+    fn rightsize_on(&self) -> bool {
+        false
+    }
+
+    /// Writes a notice of the running transfer's tuner, if the client
+    /// turned the extension on and the transfer still runs; false once the
+    /// connection is to be closed.
+    fn notice(&mut self, notice: ToPeer) -> bool {
+        if !self.rightsize_on() || self.running.is_none() {
+            return true;
+        }
+        let line = match notice {
+            ToPeer::Size(bytes) => format!("RIGHTSIZE SBUF {bytes}\r\n", bytes = bytes.get()),
+            ToPeer::Info(_) => return true,
+        };
+        self.control.write_all(line.as_bytes()).is_ok()
     }
 
     fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {
@@ -329,9 +405,15 @@ impl Conn {
             (complete, report.final_buffers, out.first_mut())
             && first.code() == 226
         {
+            let monitor = report.monitor.as_ref();
             *first = DataSocketBuffers {
                 rcvbuf_bytes: b.rcvbuf_bytes,
                 sndbuf_bytes: b.sndbuf_bytes,
+                peak_rcvbuf_bytes: monitor.map(|m| m.buffers.peak_rcvbuf_bytes),
+                peak_sndbuf_bytes: monitor.map(|m| m.buffers.peak_sndbuf_bytes),
+                tune: monitor
+                    .and_then(|m| m.tuner.as_ref())
+                    .map(|t| t.name.to_owned()),
             }
             .completion_reply();
         }

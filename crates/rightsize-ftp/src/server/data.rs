@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use rightsize_core::session::TransferOutcome;
 use rightsize_sys::socket::{self, Applied, BufferRequest};
+use rightsize_sys::telemetry::Finished;
 
 /// How often a waiting accept looks at the abort flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
@@ -144,6 +145,8 @@ pub struct DataReport {
     pub elapsed: Duration,
     /// The data socket's buffers after the last byte (autotuning moves them).
     pub final_buffers: Option<socket::BufferState>,
+    /// What the connection's monitor found: peak buffers, the tuner's end.
+    pub monitor: Option<Finished>,
 }
 
 /// Counters a running transfer shares with observers (telemetry).
@@ -174,6 +177,7 @@ pub fn run(
         strangers_refused: 0,
         elapsed: Duration::ZERO,
         final_buffers: None,
+        monitor: None,
     };
     let stream = match connect(endpoint, params, abort, &mut report) {
         Ok(stream) => stream,

@@ -249,7 +249,7 @@ impl ServerHost for FsHost {
     fn open_passive(&mut self, sbuf: Option<u64>) -> Result<SocketAddr, String> {
         // A new PASV replaces an unused listener (RFC 959: the last one counts).
         self.passive = None;
-        let request = self.shared.data_request(sbuf);
+        let request = self.shared.listener_request(sbuf);
         let (addr, listener) = self.bind_passive(&request)?;
         self.passive = Some((addr, listener));
         Ok(addr)

@@ -27,6 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rightsize_core::passwd::UserDb;
 use rightsize_core::session::SessionConfig;
+use rightsize_core::tune::{Peer, Role, Tuner, TunerSpec};
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 
@@ -77,8 +78,13 @@ pub struct ServerConfig {
     /// Timeout for a data connection that moves nothing.
     pub data_idle_timeout: Duration,
     /// The server's own request for every data socket; a client's `SBUF`
-    /// replaces its receive and send buffer sizes.
+    /// replaces its receive and send buffer sizes. With a tuner, only its
+    /// congestion control is used.
     pub buffers: BufferRequest,
+    /// The tuner that sizes each data connection (`--tune`) unless the
+    /// client sent `SBUF` before the transfer; `None` applies `buffers` as
+    /// they are.
+    pub tune: Option<TunerSpec>,
     /// Where to write one telemetry file per data connection.
     pub telemetry_dir: Option<PathBuf>,
     /// Telemetry sampling interval.
@@ -105,6 +111,7 @@ impl ServerConfig {
             data_connect_timeout: DEFAULT_DATA_CONNECT_TIMEOUT,
             data_idle_timeout: DEFAULT_DATA_IDLE_TIMEOUT,
             buffers: BufferRequest::default(),
+            tune: None,
             telemetry_dir: None,
             telemetry_interval: Duration::from_millis(100),
             argv: Vec::new(),
@@ -172,14 +179,36 @@ impl Shared {
         }
     }
 
-    /// The buffer request for a data connection, with the client's SBUF.
-    fn data_request(&self, sbuf: Option<u64>) -> BufferRequest {
+    /// The buffer request for a passive listener: the client's SBUF, else
+    /// what the tuner sets before the handshake. The listener's settings
+    /// are inherited at the handshake, before the transfer's direction is
+    /// known, so the tuner is asked as a receiver: the window scale only
+    /// matters to the end that receives.
+    fn listener_request(&self, sbuf: Option<u64>) -> BufferRequest {
+        self.data_plan(sbuf, Role::Receiver, Peer::Other).0
+    }
+
+    /// The buffer request for a data connection, applied before its
+    /// handshake (active) or right after it (passive), and its tuner: none
+    /// when the client's SBUF fixed the size or no `--tune` is in force.
+    fn data_plan(
+        &self,
+        sbuf: Option<u64>,
+        role: Role,
+        peer: Peer,
+    ) -> (BufferRequest, Option<Box<dyn Tuner>>) {
         let mut request = self.config.buffers.clone();
         if let Some(bytes) = sbuf {
             request.rcvbuf = Some(bytes);
             request.sndbuf = Some(bytes);
+            return (request, None);
         }
-        request
+        let Some(spec) = &self.config.tune else {
+            return (request, None);
+        };
+        let tuner = crate::tuning::build(spec, role, peer);
+        let request = crate::tuning::request(&request, tuner.setup().pre_handshake);
+        (request, Some(tuner))
     }
 }
 

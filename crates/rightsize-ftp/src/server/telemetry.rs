@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rightsize_core::session::TransferKind;
 use rightsize_core::telemetry::{Direction, Role};
-use rightsize_sys::telemetry::Sampler;
+use rightsize_sys::telemetry::{Finished, Monitor, TelemetryOut, Tuning};
 
 use super::data::{DataReport, Progress};
 use super::{Shared, now_unix};
@@ -70,9 +70,41 @@ impl TransferLog {
         }
     }
 
-    /// Called once the data connection is up: starts the telemetry file.
-    pub(super) fn start(&self, socket: &TcpStream, progress: &Arc<Progress>) -> Option<Sampler> {
-        let dir = self.shared.config.telemetry_dir.as_ref()?;
+    /// Called once the data connection is up: starts watching it, with
+    /// the telemetry file if there is a telemetry directory and the tuner
+    /// if there is one. `None` (after a log line) if that fails; the
+    /// transfer goes on untuned.
+    pub(super) fn start(
+        &self,
+        socket: &TcpStream,
+        progress: &Arc<Progress>,
+        tuning: Option<Tuning>,
+    ) -> Option<Monitor> {
+        let tune = tuning.as_ref().map(|t| t.tuner.name());
+        let out = match self.telemetry_out(socket, tune) {
+            Ok(out) => out,
+            Err(e) => {
+                self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                None
+            }
+        };
+        match Monitor::start(socket, Arc::clone(&progress.bytes), out, tuning) {
+            Ok(monitor) => Some(monitor),
+            Err(e) => {
+                self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                None
+            }
+        }
+    }
+
+    fn telemetry_out(
+        &self,
+        socket: &TcpStream,
+        tune: Option<&str>,
+    ) -> Result<Option<TelemetryOut>, telemetry::StartError> {
+        let Some(dir) = self.shared.config.telemetry_dir.as_ref() else {
+            return Ok(None);
+        };
         let now = now_unix();
         let name = format!(
             "{now}-{}-{}-{}-{}.jsonl",
@@ -88,6 +120,7 @@ impl TransferLog {
         settings.insert("sbuf_bytes".into(), setting(self.sbuf));
         settings.insert("rcvbuf_bytes".into(), setting(self.sbuf.or(buffers.rcvbuf)));
         settings.insert("sndbuf_bytes".into(), setting(self.sbuf.or(buffers.sndbuf)));
+        settings.insert("tune".into(), tune.unwrap_or("none").to_owned());
         settings.insert(
             "congestion".into(),
             buffers
@@ -101,28 +134,31 @@ impl TransferLog {
             argv: self.shared.config.argv.clone(),
             settings,
         };
-        match telemetry::start(
+        telemetry::open(
             &dir.join(name),
             socket,
-            Arc::clone(&progress.bytes),
             self.shared.config.telemetry_interval,
             describe,
-        ) {
-            Ok(sampler) => Some(sampler),
-            Err(e) => {
+        )
+        .map(Some)
+    }
+
+    /// Called after the last byte: stops the monitor, logs the transfer
+    /// and returns what the monitor found.
+    pub(super) fn finish(self, monitor: Option<Monitor>, report: &DataReport) -> Option<Finished> {
+        let finished = match monitor.map(Monitor::finish) {
+            Some(Ok(finished)) => {
+                if let Some(e) = &finished.telemetry_error {
+                    self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                }
+                Some(finished)
+            }
+            Some(Err(e)) => {
                 self.shared.log(&format!("{}: telemetry: {e}", self.peer));
                 None
             }
-        }
-    }
-
-    /// Called after the last byte.
-    pub(super) fn finish(self, sampler: Option<Sampler>, report: &DataReport) {
-        if let Some(sampler) = sampler
-            && let Err(e) = sampler.finish()
-        {
-            self.shared.log(&format!("{}: telemetry: {e}", self.peer));
-        }
+            None => None,
+        };
         let secs = report.elapsed.as_secs_f64();
         let applied = report.applied.as_ref().map_or_else(String::new, |a| {
             let show = |b: &Option<rightsize_sys::socket::BufferApplied>| {
@@ -137,9 +173,22 @@ impl TransferLog {
             0 => String::new(),
             n => format!("; refused {n} data connection(s) from other addresses"),
         };
+        let tuned = finished.as_ref().map_or_else(String::new, |f| {
+            let tuner = f.tuner.as_ref().map_or_else(String::new, |t| {
+                format!(
+                    "; tune {} ended {} after {} decisions",
+                    t.name, t.state, t.decisions
+                )
+            });
+            format!(
+                "; peak rcvbuf {} sndbuf {}{tuner}",
+                f.buffers.peak_rcvbuf_bytes, f.buffers.peak_sndbuf_bytes
+            )
+        });
         self.shared.log(&format!(
-            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}",
+            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}{tuned}",
             self.peer, self.number, self.what, report.outcome
         ));
+        finished
     }
 }

@@ -1,0 +1,33 @@
+//! What the client and the server share to size a data connection with a
+//! tuner (`--tune`): building it for this end with the kernel's limits read
+//! now, and turning its settings into a socket request.
+
+use rightsize_core::tune::{Context, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use rightsize_sys::socket::BufferRequest;
+
+/// The tuner `spec` names, for this end of a data connection; the limits
+/// are the host's `/proc/sys` values as they are now.
+pub fn build(spec: &TunerSpec, role: Role, peer: Peer) -> Box<dyn Tuner> {
+    let (host, _unreadable) = rightsize_sys::sysctl::read_host_settings();
+    spec.build(Context {
+        role,
+        limits: Limits::from_host(&host, None),
+        peer,
+    })
+}
+
+/// `base` (congestion control, force) with the buffers and clamp of
+/// `settings`; what `settings` leaves alone stays as `base` has it.
+pub fn request(base: &BufferRequest, settings: Settings) -> BufferRequest {
+    let mut request = base.clone();
+    if let Some(b) = settings.rcvbuf {
+        request.rcvbuf = Some(b.get());
+    }
+    if let Some(b) = settings.sndbuf {
+        request.sndbuf = Some(b.get());
+    }
+    if let Some(b) = settings.window_clamp {
+        request.window_clamp = Some(u32::try_from(b.get()).unwrap_or(u32::MAX));
+    }
+    request
+}

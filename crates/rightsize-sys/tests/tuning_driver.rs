@@ -1,0 +1,202 @@
+//! The monitor driving a tuner on a real loopback TCP connection: a
+//! scripted tuner asks for samples, sets buffers and a clamp, tells the peer
+//! a size and reads what the peer said; the test checks that each action
+//! reached the kernel, came back in the next sample, and landed in the
+//! telemetry as a decision line with what the kernel applied.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rightsize_core::telemetry::{Direction, Header, Role};
+use rightsize_core::tune::{Action, Decision, Event, Inputs, PeerInfo, Settings, Setup, Tuner};
+use rightsize_core::units::Bytes;
+use rightsize_sys::telemetry::{Monitor, TelemetryOut, ToPeer, Tuning};
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut out = self.0.lock().map_err(|_| io::Error::other("poisoned"))?;
+        out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the scripted tuner saw, for the test to read.
+#[derive(Debug, Default)]
+struct Seen {
+    samples: Vec<(Duration, Option<u64>)>,
+    peer_sizes: Vec<Bytes>,
+}
+
+/// Samples every 20 ms; at its third sample sets SO_RCVBUF to 100 KB, the
+/// clamp to 50 KB and tells the peer 100 KB.
+#[derive(Debug)]
+struct Scripted {
+    seen: Arc<Mutex<Seen>>,
+    samples: u32,
+}
+
+impl Tuner for Scripted {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn state(&self) -> &'static str {
+        if self.samples >= 3 { "done" } else { "waiting" }
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            pre_handshake: Settings::default(),
+            after_connect: Settings {
+                sndbuf: Some(Bytes(48_000)),
+                ..Settings::default()
+            },
+        }
+    }
+
+    fn inputs(&self) -> Inputs {
+        Inputs {
+            peer_messages: true,
+            ..Inputs::default()
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) -> Decision {
+        let mut seen = self.seen.lock().expect("lock");
+        match event {
+            Event::Sample(sample) => {
+                self.samples += 1;
+                seen.samples
+                    .push((sample.at, sample.buffers.map(|b| b.rcvbuf_bytes)));
+                if self.samples == 3 {
+                    return Decision::act(
+                        "done",
+                        vec![
+                            Action::SetRcvBuf(Bytes(100_000)),
+                            Action::SetWindowClamp(Bytes(50_000)),
+                            Action::TellPeer(Bytes(100_000)),
+                        ],
+                        Bytes(100_000),
+                        "third sample",
+                    );
+                }
+                Decision::none()
+            }
+            Event::Peer(report) => {
+                if let Some(size) = report.size {
+                    seen.peer_sizes.push(size);
+                }
+                Decision::note(self.state(), "peer report read")
+            }
+            _ => Decision::none(),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        Some(Duration::from_millis(20) * (self.samples + 1))
+    }
+}
+
+#[test]
+fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let (_server, _) = listener.accept().expect("accept");
+
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let told_by_monitor = Arc::clone(&told);
+    let out = Shared::default();
+    let header = Header {
+        version: "test".into(),
+        kernel: None,
+        argv: Vec::new(),
+        role: Role::Client,
+        direction: Direction::Receive,
+        local_addr: String::new(),
+        peer_addr: String::new(),
+        interval_us: None,
+        settings: BTreeMap::new(),
+    };
+    let monitor = Monitor::start(
+        &client,
+        Arc::new(AtomicU64::new(0)),
+        Some(TelemetryOut {
+            out: Box::new(out.clone()),
+            header,
+            // Long, so that the tuner's wake-ups are what drives it.
+            interval: Duration::from_secs(10),
+        }),
+        Some(Tuning {
+            tuner: Box::new(Scripted {
+                seen: Arc::clone(&seen),
+                samples: 0,
+            }),
+            control: None,
+            to_peer: Some(Box::new(move |m| {
+                told_by_monitor.lock().expect("lock").push(m);
+            })),
+            report_info: false,
+        }),
+    )
+    .expect("start the monitor");
+    // after_connect is in force when start returns.
+    let sndbuf = rightsize_sys::socket::read_buffers(&client).expect("read");
+    assert_eq!(sndbuf.sndbuf_bytes, 96_000);
+    let inbox = monitor.inbox().expect("an inbox while running");
+    inbox.peer(Some(PeerInfo::default()), Some(Bytes(123_456)));
+    std::thread::sleep(Duration::from_millis(150));
+    let finished = monitor.finish().expect("finish");
+
+    let seen = seen.lock().expect("lock");
+    assert!(seen.samples.len() >= 4, "{:?}", seen.samples);
+    // Samples came when the tuner asked, in order.
+    assert!(seen.samples.windows(2).all(|w| w[0].0 < w[1].0));
+    assert!(seen.samples[0].0 >= Duration::from_millis(20));
+    // The fourth sample reads back what the third decision set.
+    assert_eq!(seen.samples[3].1, Some(200_000));
+    assert_eq!(seen.peer_sizes, vec![Bytes(123_456)]);
+    assert_eq!(
+        *told.lock().expect("lock"),
+        vec![ToPeer::Size(Bytes(100_000))]
+    );
+
+    let tuner = finished.tuner.expect("a tuner summary");
+    assert_eq!((tuner.name, tuner.state), ("scripted", "done"));
+    assert_eq!(tuner.decisions, 3, "setup, peer note, the action");
+    assert_eq!(tuner.actions_failed, 0);
+    assert_eq!(finished.buffers.peak_rcvbuf_bytes, 200_000);
+    assert_eq!(finished.buffers.peak_sndbuf_bytes, 96_000);
+
+    let text = String::from_utf8(out.0.lock().expect("lock").clone()).expect("UTF-8");
+    let decisions: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .filter(|v: &serde_json::Value| v["kind"] == "decision")
+        .collect();
+    assert_eq!(decisions.len(), 3, "{text}");
+    assert_eq!(decisions[0]["event"], "setup");
+    assert_eq!(decisions[0]["actions"][0]["applied_bytes"], 96_000);
+    let act = decisions
+        .iter()
+        .find(|d| d["reason"] == "third sample")
+        .expect("the action line");
+    assert_eq!(act["tuner"], "scripted");
+    assert_eq!(act["requested_bytes"], 100_000);
+    assert_eq!(act["actions"][0]["action"], "set_rcvbuf");
+    assert_eq!(act["actions"][0]["applied_bytes"], 200_000);
+    assert_eq!(act["actions"][1]["action"], "set_window_clamp");
+    assert_eq!(act["actions"][1]["applied_bytes"], 50_000);
+    assert_eq!(act["actions"][2]["action"], "tell_peer");
+}
