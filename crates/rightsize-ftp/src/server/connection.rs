@@ -217,6 +217,7 @@ impl Conn {
                     }
                 }
                 Output::Close => return false,
+                Output::Peer(_) => {} // wired by the tuning driver
             }
         }
         true
