@@ -33,6 +33,10 @@
 //!   `PASS ` with the space, as curl sends an empty password.
 //! - `SBUF` and `SITE SBUF` with a non-number answer 501 (GFD.20 "syntax
 //!   error in parameters"); the Globus server answers 502 there.
+//! - `RINF` (the RIGHTSIZE extension) carries facts (`ftp::facts`); no
+//!   argument is an empty summary, malformed facts are 501 naming the
+//!   offending fact. `OPTS RIGHTSIZE` takes `ON`, `ON UDP=<port>` or `OFF`,
+//!   case-insensitively; anything else is 501.
 //! - `MODE` other than S, `STRU` other than F, `TYPE E`, `TYPE A T|C` and
 //!   `TYPE L` other than 8 are 504; GridFTP `MODE E` is therefore refused.
 //! - `Display` is for logs: lossy UTF-8, control characters escaped, the
@@ -42,6 +46,8 @@ use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 
 pub use super::arg::{Arg, ArgError, Token};
+pub use super::rightsize::RightsizeOpts;
+use crate::tune::PeerInfo;
 
 mod encode;
 mod parse;
@@ -161,6 +167,10 @@ pub enum Command {
     },
     /// `HASH <pathname>` (draft-bryan-ftpext-hash-02 3.1).
     Hash(Arg),
+    /// `RINF [<facts>]`: the client's `TCP_INFO` summary during a transfer
+    /// (the RIGHTSIZE extension, `ftp::rightsize`; facts as in
+    /// `ftp::facts`).
+    Rinf(PeerInfo),
 }
 
 /// Representation type of `TYPE` (RFC 959 3.1.1).
@@ -333,6 +343,9 @@ pub enum OptsCommand {
     /// `OPTS MLST [fact;fact;...]`: facts to include (RFC 3659 7.9); empty
     /// asks for none.
     Mlst(MlstFacts),
+    /// `OPTS RIGHTSIZE ON [UDP=<port>] | OFF`: the RIGHTSIZE extension
+    /// (`ftp::rightsize`).
+    Rightsize(RightsizeOpts),
     /// Any other form, e.g. `OPTS RETR Parallelism=4,4,4;` (GFD.20).
     Other(OptsOther),
 }
@@ -369,8 +382,8 @@ impl MlstFacts {
 
 /// An `OPTS` form this codec does not interpret.
 ///
-/// Invariant, checked by [`OptsOther::new`]: the command is not `UTF8` or
-/// `MLST` in any case.
+/// Invariant, checked by [`OptsOther::new`]: the command is not `UTF8`,
+/// `MLST` or `RIGHTSIZE` in any case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptsOther {
     command: Token,
@@ -380,7 +393,7 @@ pub struct OptsOther {
 impl OptsOther {
     /// Builds `OPTS <command> [<args>]`; `args` follow after one space.
     pub fn new(command: Token, args: Option<Arg>) -> Result<OptsOther, CommandError> {
-        if ["UTF8", "MLST"]
+        if ["UTF8", "MLST", super::rightsize::EXTENSION]
             .iter()
             .any(|k| command.eq_ignore_ascii_case(k))
         {

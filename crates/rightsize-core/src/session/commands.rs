@@ -5,12 +5,14 @@ use std::net::SocketAddr;
 
 use super::bench;
 use super::listing::{self, UtcTime};
+use super::rightsize;
 use super::{
     Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
     MAX_FAILED_LOGINS, MAX_SBUF_BYTES, Output, ServerHost, Session, TransferKind, TransferPlan,
 };
 use crate::ftp::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferType};
 use crate::ftp::reply::quote_pathname;
+use crate::ftp::rightsize::RightsizeFeature;
 use crate::ftp::{Arg, Command, Reply, VirtualPath, addr};
 
 fn reply(code: u16, text: &str) -> Vec<Output> {
@@ -37,6 +39,7 @@ fn features(host: &dyn ServerHost) -> Vec<String> {
         "TVFS".into(),
         "UTF8".into(),
         "SBUF".into(),
+        RightsizeFeature::offered().feat_line(),
     ];
     if !host.checksums().is_empty() {
         feats.push(format!("CKSM {}", host.checksums().join(",")));
@@ -120,14 +123,16 @@ pub(super) fn dispatch(
             vec![
                 "The following commands are recognized.".into(),
                 " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV FEAT HASH HELP LIST MDTM MKD MLSD MLST MODE".into(),
-                " NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RMD RNFR RNTO SBUF SITE SIZE STAT".into(),
-                " STOR STRU SYST TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
+                " NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF SITE SIZE".into(),
+                " STAT STOR STRU SYST TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
                 "Help OK.".into(),
             ],
         ),
         Command::Opts(OptsCommand::Utf8(_)) => reply(200, "Always in UTF8 mode."),
         Command::Opts(OptsCommand::Mlst(_)) => reply(200, "MLST OPTS type;size;modify;perm;"),
+        Command::Opts(OptsCommand::Rightsize(opts)) => rightsize::opts(session, opts),
         Command::Opts(OptsCommand::Other(_)) => reply(501, "Option not understood."),
+        Command::Rinf(_) => rightsize::rinf_refused(),
         Command::Auth(_) | Command::Pbsz(_) | Command::Prot(_) => reply(502, "TLS is not offered by this server."),
         Command::Acct(_) => reply(202, "ACCT not needed at this site."),
         Command::Allo { .. } => reply(202, "ALLO command ignored."),

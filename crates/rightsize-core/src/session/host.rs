@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::ftp::{Reply, VirtualPath};
+use crate::ftp::{PeerMessage, Reply, VirtualPath};
 
 pub use super::listing::{DirEntry, EntryKind, Metadata};
 
@@ -163,6 +163,12 @@ pub enum Output {
     Transfer(TransferPlan),
     /// Stop the running transfer; it then ends as [`TransferOutcome::Aborted`].
     Abort,
+    /// Hand this to the running transfer's tuner (the RIGHTSIZE extension:
+    /// the client's in-transfer `SBUF` or `RINF`); drop it if the transfer
+    /// has none. The 200 that acknowledges it follows. Convert it with
+    /// [`PeerMessage::to_report`] and check it with
+    /// [`crate::tune::PeerReport::check`] before the tuner reads it.
+    Peer(PeerMessage),
     /// Close the control connection after the replies before this.
     Close,
 }

@@ -13,14 +13,20 @@
 //! - `PORT`/`EPRT` only to the control connection's peer address and to
 //!   ports of 1024 and above (RFC 2577 section 3);
 //! - write commands only for [`Access::ReadWrite`] users;
-//! - paths resolved with [`VirtualPath`], so none leaves the served root.
+//! - paths resolved with [`VirtualPath`], so none leaves the served root;
+//! - the RIGHTSIZE extension (`rightsize.rs`) changes nothing for a client
+//!   that did not send `OPTS RIGHTSIZE ON`; the driver must send notices
+//!   only while [`Session::rightsize_on`] is true.
 
 pub mod bench;
 mod commands;
 mod host;
 pub mod listing;
 pub mod report;
+mod rightsize;
 
+#[cfg(test)]
+mod rightsize_tests;
 #[cfg(test)]
 mod tests;
 
@@ -30,10 +36,12 @@ use std::time::Duration;
 
 use crate::ftp::{Command, CommandError, Reply, VirtualPath};
 
+pub use crate::ftp::PeerMessage;
 pub use host::{
     Access, DataEndpoint, DirEntry, EntryKind, FsError, Metadata, Output, ServerHost, TransferKind,
     TransferOutcome, TransferPlan,
 };
+pub use rightsize::RINF_REFUSED;
 
 /// Failed logins before the connection is closed (vsftpd's default).
 pub const MAX_FAILED_LOGINS: u32 = 3;
@@ -58,6 +66,10 @@ pub struct SessionConfig {
     pub login_timeout: Duration,
     /// How long a logged-in client may stay silent between commands.
     pub idle_timeout: Duration,
+    /// The server's UDP probe port, if the driver runs a probe responder:
+    /// the reply to `OPTS RIGHTSIZE ON UDP=<port>` names it. `None` (the
+    /// default) or `Some(0)`: the reply names none.
+    pub probe_port: Option<u16>,
 }
 
 impl Default for SessionConfig {
@@ -67,6 +79,7 @@ impl Default for SessionConfig {
             greeting: "rightsize FTP server ready.".into(),
             login_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(300),
+            probe_port: None,
         }
     }
 }
@@ -102,6 +115,8 @@ pub struct Session {
     transferring: bool,
     quit_after_transfer: bool,
     queued: VecDeque<Result<Command, CommandError>>,
+    /// `Some` while the RIGHTSIZE extension is on.
+    rightsize: Option<rightsize::RightsizeState>,
 }
 
 impl Session {
@@ -123,6 +138,7 @@ impl Session {
             transferring: false,
             quit_after_transfer: false,
             queued: VecDeque::new(),
+            rightsize: None,
         };
         (session, greeting)
     }
@@ -158,6 +174,39 @@ impl Session {
         self.transferring
     }
 
+    /// Whether the client turned the RIGHTSIZE extension on (`OPTS
+    /// RIGHTSIZE ON`, not since turned `OFF`). Send `RIGHTSIZE` notices
+    /// only while this is true: a client that did not ask for them breaks
+    /// on them.
+    pub fn rightsize_on(&self) -> bool {
+        self.rightsize.is_some()
+    }
+
+    /// Whether the driver may write a `RIGHTSIZE` notice now: the extension
+    /// is on and a transfer runs (its 150 is written before its data
+    /// flows, and its 226 only after [`Session::transfer_done`], which
+    /// ends this). The driver must still write a notice only between whole
+    /// replies, never in the middle of one.
+    pub fn notices_allowed(&self) -> bool {
+        self.transferring && self.rightsize.is_some()
+    }
+
+    /// The client's UDP probe port from `OPTS RIGHTSIZE ON UDP=<port>`
+    /// (1..=65535), while the extension is on; the probes go to the control
+    /// connection's peer address at this port.
+    pub fn client_probe_port(&self) -> Option<u16> {
+        self.rightsize
+            .and_then(|r| r.client_udp_port)
+            .map(std::num::NonZeroU16::get)
+    }
+
+    /// Sets the server's UDP probe port named in later replies to `OPTS
+    /// RIGHTSIZE ON UDP=<port>`, for a driver that opens its probe socket
+    /// per session; see [`SessionConfig::probe_port`].
+    pub fn set_probe_port(&mut self, port: Option<u16>) {
+        self.config.probe_port = port;
+    }
+
     /// Handles one parsed (or refused) command line.
     pub fn handle(
         &mut self,
@@ -172,7 +221,8 @@ impl Session {
             Ok(command) => command,
             Err(err) => {
                 self.rename_from = None;
-                return vec![Output::Reply(err.to_reply())];
+                return rightsize::refused_line(&err)
+                    .unwrap_or_else(|| vec![Output::Reply(err.to_reply())]);
             }
         };
         // RNTO must come right after RNFR. REST holds until a transfer
@@ -237,8 +287,12 @@ impl Session {
     }
 
     /// Commands while a transfer runs: ABOR, STAT, NOOP and QUIT are
-    /// answered now; the rest wait for the transfer's end, in order.
+    /// answered now, and with the RIGHTSIZE extension on SBUF and RINF
+    /// too; the rest wait for the transfer's end, in order.
     fn during_transfer(&mut self, command: Result<Command, CommandError>) -> Vec<Output> {
+        if let Some(out) = rightsize::during_transfer(self, &command) {
+            return out;
+        }
         match command {
             Ok(Command::Abor) => vec![Output::Abort],
             Ok(Command::Stat(None)) => vec![Output::Reply(Reply::trusted(

@@ -8,7 +8,7 @@ use crate::ftp;
 
 /// An in-memory file system with a fixed clock and one read-write user.
 #[derive(Default)]
-struct MemHost {
+pub(super) struct MemHost {
     files: BTreeMap<Vec<u8>, u64>,
     dirs: Vec<Vec<u8>>,
 }
@@ -105,13 +105,13 @@ impl ServerHost for MemHost {
     }
 }
 
-struct Client {
-    session: Session,
-    host: MemHost,
+pub(super) struct Client {
+    pub(super) session: Session,
+    pub(super) host: MemHost,
 }
 
 impl Client {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let (session, greeting) = Session::new(SessionConfig::default(), PEER);
         assert_eq!(codes(&[greeting]), [220]);
         Client {
@@ -120,23 +120,23 @@ impl Client {
         }
     }
 
-    fn send(&mut self, line: &str) -> Vec<Output> {
+    pub(super) fn send(&mut self, line: &str) -> Vec<Output> {
         self.session
             .handle(ftp::parse(line.as_bytes()), &mut self.host, NOW)
     }
 
-    fn codes(&mut self, line: &str) -> Vec<u16> {
+    pub(super) fn codes(&mut self, line: &str) -> Vec<u16> {
         codes(&self.send(line))
     }
 
-    fn logged_in(user: &str, pass: &str) -> Self {
+    pub(super) fn logged_in(user: &str, pass: &str) -> Self {
         let mut client = Client::new();
         assert_eq!(client.codes(&format!("USER {user}")), [331]);
         assert_eq!(client.codes(&format!("PASS {pass}")), [230]);
         client
     }
 
-    fn transfer(&mut self, line: &str) -> TransferPlan {
+    pub(super) fn transfer(&mut self, line: &str) -> TransferPlan {
         let out = self.send(line);
         match out.as_slice() {
             [Output::Transfer(plan)] => plan.clone(),
@@ -144,12 +144,12 @@ impl Client {
         }
     }
 
-    fn done(&mut self, outcome: TransferOutcome) -> Vec<u16> {
+    pub(super) fn done(&mut self, outcome: TransferOutcome) -> Vec<u16> {
         codes(&self.session.transfer_done(outcome, &mut self.host, NOW))
     }
 }
 
-fn codes(outputs: &[Output]) -> Vec<u16> {
+pub(super) fn codes(outputs: &[Output]) -> Vec<u16> {
     outputs
         .iter()
         .filter_map(|o| match o {
@@ -159,7 +159,7 @@ fn codes(outputs: &[Output]) -> Vec<u16> {
         .collect()
 }
 
-fn text(outputs: &[Output]) -> String {
+pub(super) fn text(outputs: &[Output]) -> String {
     outputs
         .iter()
         .filter_map(|o| match o {

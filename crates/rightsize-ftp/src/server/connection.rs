@@ -227,6 +227,7 @@ impl Conn {
                     }
                 }
                 Output::Close => return false,
+                Output::Peer(_) => {} // wired by the tuning driver
             }
         }
         true

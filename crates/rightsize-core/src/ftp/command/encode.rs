@@ -8,6 +8,8 @@ use super::{
     TransferMode, TransferType,
 };
 use crate::ftp::addr;
+use crate::ftp::facts::encode_facts;
+use crate::ftp::rightsize::{EXTENSION, RightsizeOpts};
 
 const IAC: u8 = 255;
 
@@ -61,6 +63,7 @@ impl Command {
             Command::Sbuf(_) => "SBUF",
             Command::Cksm { .. } => "CKSM",
             Command::Hash(_) => "HASH",
+            Command::Rinf(_) => "RINF",
         }
     }
 
@@ -133,6 +136,12 @@ impl Command {
                 Some(EpsvArg::Protocol(p)) => word(p.to_string().as_bytes()),
             },
             Command::Auth(t) => word(t.as_str().as_bytes()),
+            Command::Rinf(info) => {
+                let facts = encode_facts(info);
+                if !facts.is_empty() {
+                    word(facts.as_bytes());
+                }
+            }
             Command::Pbsz(n) => word(n.to_string().as_bytes()),
             Command::Prot(p) => word(match p {
                 ProtectionLevel::Clear => b"C",
@@ -223,6 +232,16 @@ fn encode_opts(o: &OptsCommand, mut word: impl FnMut(&[u8])) {
                     list.push(';');
                 }
                 word(list.as_bytes());
+            }
+        }
+        OptsCommand::Rightsize(r) => {
+            word(EXTENSION.as_bytes());
+            match r {
+                RightsizeOpts::On { udp_port: None } => word(b"ON"),
+                RightsizeOpts::On {
+                    udp_port: Some(port),
+                } => word(format!("ON UDP={port}").as_bytes()),
+                RightsizeOpts::Off => word(b"OFF"),
             }
         }
         OptsCommand::Other(o) => {

@@ -8,6 +8,9 @@ use super::{
 };
 use crate::ftp::addr::{self, AddrError};
 use crate::ftp::arg::quote;
+use crate::ftp::facts::parse_facts;
+use crate::ftp::rightsize::RightsizeOpts;
+use crate::tune::PeerInfo;
 
 /// Longest verb accepted before it is called malformed, in bytes. Real verbs
 /// have 3 or 4 letters.
@@ -77,6 +80,7 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"SBUF" => Command::Sbuf(number("SBUF", rest)?),
         b"CKSM" => cksm(rest)?,
         b"HASH" => Command::Hash(required("HASH", rest)?),
+        b"RINF" => Command::Rinf(rinf(rest)?),
         _ => return Err(CommandError::Unknown { verb: quote(verb) }),
     };
     Ok(c)
@@ -364,6 +368,7 @@ fn opts(rest: Option<&[u8]>) -> Result<OptsCommand, CommandError> {
                 Err(CommandError::syntax("OPTS UTF8", k, "expected ON or OFF"))
             }
         }
+        b"RIGHTSIZE" => Ok(OptsCommand::Rightsize(rightsize_opts(args)?)),
         b"MLST" => {
             let k = trim_spaces(args.unwrap_or(&[]));
             let facts = k
@@ -415,5 +420,44 @@ fn cksm(rest: Option<&[u8]>) -> Result<Command, CommandError> {
         offset,
         length,
         path,
+    })
+}
+
+/// `OPTS RIGHTSIZE ON [UDP=<port>] | OFF`, keywords case-insensitive.
+fn rightsize_opts(args: Option<&[u8]>) -> Result<RightsizeOpts, CommandError> {
+    let k = trim_spaces(args.unwrap_or(&[]));
+    let bad = || {
+        CommandError::syntax(
+            "OPTS RIGHTSIZE",
+            k,
+            "expected ON, ON UDP=<port> (1-65535) or OFF",
+        )
+    };
+    match words(k).as_slice() {
+        [on] if on.eq_ignore_ascii_case(b"ON") => Ok(RightsizeOpts::On { udp_port: None }),
+        [off] if off.eq_ignore_ascii_case(b"OFF") => Ok(RightsizeOpts::Off),
+        [on, udp] if on.eq_ignore_ascii_case(b"ON") => {
+            let port = udp
+                .get(..4)
+                .filter(|key| key.eq_ignore_ascii_case(b"UDP="))
+                .and_then(|_| decimal_u64(&udp[4..]))
+                .and_then(|p| u16::try_from(p).ok())
+                .and_then(std::num::NonZeroU16::new)
+                .ok_or_else(bad)?;
+            Ok(RightsizeOpts::On {
+                udp_port: Some(port),
+            })
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// `RINF [<facts>]`: spaces around the facts are ignored; none is an empty
+/// summary.
+fn rinf(rest: Option<&[u8]>) -> Result<PeerInfo, CommandError> {
+    parse_facts(trim_spaces(rest.unwrap_or(&[]))).map_err(|e| CommandError::Syntax {
+        verb: "RINF",
+        arg: e.piece().to_owned(),
+        reason: e.reason(),
     })
 }

@@ -13,6 +13,7 @@ use proptest::strategy::Union;
 
 use super::*;
 use crate::ftp::line::{LineEvent, LineReader, MAX_LINE_BYTES};
+use crate::ftp::rightsize::proptests::peer_info;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -55,7 +56,7 @@ const VERBS: &[&str] = &[
     "XCWD", "CDUP", "XCUP", "TYPE", "MODE", "STRU", "PASV", "EPSV", "EPRT", "PORT", "LIST", "NLST",
     "MLSD", "MLST", "SIZE", "MDTM", "RETR", "STOR", "APPE", "STOU", "REST", "DELE", "MKD", "XMKD",
     "RMD", "XRMD", "RNFR", "RNTO", "ABOR", "STAT", "HELP", "ALLO", "SITE", "SBUF", "CKSM", "HASH",
-    "AUTH", "PBSZ", "PROT", "FOO", "LPRT", "CLNT", "X",
+    "AUTH", "PBSZ", "PROT", "RINF", "FOO", "LPRT", "CLNT", "X",
 ];
 
 /// A verb from the list in random letter case.
@@ -119,6 +120,14 @@ const PIECES: &[&[u8]] = &[
     b"a;;b",
     b"RETR",
     b"Parallelism=4,4,4;",
+    b"RIGHTSIZE",
+    b"UDP=5000",
+    b"UDP=0",
+    b"busy=1;rtt=2;",
+    b"rate=18446744073709551616",
+    b"minrtt=4294967296",
+    b"busy=1;busy=2",
+    b"=1;",
     b"ALL",
     b"1",
     b"2",
@@ -205,6 +214,12 @@ const TEMPLATES: &[&str] = &[
     "OPTS UTF8 ON",
     "OPTS MLST size;type;",
     "OPTS RETR Parallelism=#,#,#;",
+    "OPTS RIGHTSIZE ON",
+    "OPTS RIGHTSIZE OFF",
+    "OPTS RIGHTSIZE ON UDP=#",
+    "RINF busy=#;rwnd=#;sndbuf=#;rate=#;",
+    "RINF minrtt=#;rtt=#;bretrans=#;retrans=#",
+    "RINF future=#;busy=#",
     "LIST -la #",
     "NLST -# #",
     "SITE HELP #",
@@ -306,8 +321,12 @@ fn opts() -> impl Strategy<Value = OptsCommand> {
             .prop_filter_map("no ';' in facts", |f| MlstFacts::new(f).ok())
             .prop_map(OptsCommand::Mlst),
         (token(), option::of(arg()))
-            .prop_filter_map("not UTF8/MLST", |(c, a)| OptsOther::new(c, a).ok())
+            .prop_filter_map("not UTF8/MLST/RIGHTSIZE", |(c, a)| OptsOther::new(c, a)
+                .ok())
             .prop_map(OptsCommand::Other),
+        Just(OptsCommand::Rightsize(RightsizeOpts::Off)),
+        option::of(any::<std::num::NonZeroU16>())
+            .prop_map(|udp_port| OptsCommand::Rightsize(RightsizeOpts::On { udp_port })),
     ]
 }
 
@@ -394,6 +413,7 @@ fn command() -> impl Strategy<Value = Command> {
         .prop_map(Command::Epsv)
         .boxed()),
         b(token().prop_map(Command::Auth).boxed()),
+        b(peer_info().prop_map(Command::Rinf).boxed()),
         b(prop_oneof![
             Just(ProtectionLevel::Clear),
             Just(ProtectionLevel::Safe),
