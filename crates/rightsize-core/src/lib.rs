@@ -3,7 +3,8 @@
 //! This crate reads no clock, opens no socket and touches no file. It holds
 //! the units (bytes, bit rates, durations), the bandwidth-delay arithmetic,
 //! the host-tuning advice, the FTP wire codec, `ftp://` URLs, streaming
-//! checksums and the cross-traffic pacing schedule. Time, where needed, is
+//! checksums, the cross-traffic pacing schedule and the path probes'
+//! datagrams and bookkeeping. Time, where needed, is
 //! an argument. The system layer
 //! (`rightsize-sys`) and the binary drive it.
 
@@ -16,6 +17,7 @@ pub mod ftp;
 pub mod host;
 pub mod passwd;
 pub mod path;
+pub mod probe;
 pub mod session;
 pub mod tcpinfo;
 pub mod telemetry;

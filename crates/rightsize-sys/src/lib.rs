@@ -6,12 +6,14 @@
 //! access inside its served directory (`rootfs`), makes network namespaces
 //! joined by veth pairs (`netns`), runs emulated WAN paths (`emu`: the Rattan
 //! driver, netem, the fidelity counters) and sends and sinks their cross
-//! traffic (`cross`). Every system call is wrapped so that its error names
+//! traffic (`cross`), and runs SOBAS's packet trains and UDP probe stream
+//! (`probe`). Every system call is wrapped so that its error names
 //! the call and the path or address it was given.
 
 pub mod cross;
 pub mod emu;
 pub mod netns;
+pub mod probe;
 pub mod random;
 pub mod rootfs;
 pub mod signals;
