@@ -95,6 +95,15 @@ const MIN_HEADROOM: f64 = 1.0 / 64.0;
 const INFLATION: f64 = 1.0 / 8.0;
 /// Slack for timer granularity on short paths.
 const RTT_FLOOR: Duration = Duration::from_micros(500);
+/// The shortest RTT a window is sized for. On loopback and LANs min-RTT
+/// (tens of microseconds) says little about the loaded RTT, which the
+/// receiving application's scheduling sets: a window of rate x min-RTT
+/// there lowers the rate, which lowers the window (measured on loopback:
+/// 84 Mbit/s with a 29 KB window, against 20 Gbit/s with 64 KiB buffers).
+/// Sized for at least 1 ms, the window outgrows the loaded RTT and the
+/// rate climbs to what the hosts can do; paths of 1 ms and more are not
+/// affected.
+pub(crate) const MIN_SIZING_RTT: Duration = Duration::from_millis(1);
 /// Window-limited when the window stopped the sender this share of its
 /// busy time.
 const LIMITED_SHARE: f64 = 0.5;
@@ -290,7 +299,7 @@ impl Auto {
     }
 
     fn target(&self, bw: f64, rt_prop: Duration) -> f64 {
-        bw * rt_prop.as_secs_f64() * (1.0 + self.headroom)
+        bw * rt_prop.max(MIN_SIZING_RTT).as_secs_f64() * (1.0 + self.headroom)
     }
 
     fn on_train(&mut self, bytes: u64, dispersion: Duration) -> Decision {

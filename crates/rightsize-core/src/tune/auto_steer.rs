@@ -353,7 +353,8 @@ impl Auto {
             );
         }
         self.state = State::StepAside;
-        let window = (STEP_ASIDE_BDPS * bw * r.rt_prop.as_secs_f64()).max(self.window);
+        let window = (STEP_ASIDE_BDPS * bw * r.rt_prop.max(super::MIN_SIZING_RTT).as_secs_f64())
+            .max(self.window);
         self.retarget(
             r.at,
             window,

@@ -11,7 +11,12 @@ use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rightsize_core::ftp::{Arg, ArgError, Command, Reply, ReplyParser};
+use std::collections::VecDeque;
+
+use rightsize_core::ftp::notice::NOTICE_PREFIX;
+use rightsize_core::ftp::{
+    Arg, ArgError, Command, NoticeError, PeerMessage, Reply, ReplyParseError, ReplyParser,
+};
 
 use super::Observer;
 use super::error::ClientError;
@@ -23,11 +28,73 @@ const READ_CHUNK_BYTES: usize = 4096;
 #[derive(Debug)]
 pub(crate) struct Control<S> {
     stream: S,
+    input: Input,
+    server: SocketAddr,
+    timeout: Duration,
+}
+
+/// What has been read from the server and not yet handed out.
+#[derive(Debug, Default)]
+pub(crate) struct Input {
     parser: ReplyParser,
     /// Bytes read but not yet given to the parser.
     unread: Vec<u8>,
-    server: SocketAddr,
-    timeout: Duration,
+    /// Replies read ahead (during a transfer) and not yet handed out.
+    pub(crate) pending: VecDeque<Reply>,
+    /// Whether notices of the RIGHTSIZE extension may come (it is on).
+    pub(crate) notices: bool,
+}
+
+/// One thing read from the server.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A reply.
+    Reply(Reply),
+    /// A RIGHTSIZE notice, or why a notice line was malformed.
+    Notice(Result<PeerMessage, NoticeError>),
+}
+
+impl Input {
+    /// The next complete reply or notice in what was read, without I/O.
+    /// A notice is a line that starts with `RIGHTSIZE ` between replies;
+    /// while a line could still become one, it waits for its end.
+    pub(crate) fn next(&mut self) -> Option<Result<Incoming, ReplyParseError>> {
+        if self.unread.is_empty() {
+            return None;
+        }
+        if self.notices && self.parser.is_idle() && could_be_notice(&self.unread) {
+            let end = self.unread.iter().position(|&b| b == b'\n')?;
+            let line: Vec<u8> = self.unread.drain(..=end).collect();
+            return match PeerMessage::parse(&line) {
+                Ok(Some(message)) => Some(Ok(Incoming::Notice(Ok(message)))),
+                Err(e) => Some(Ok(Incoming::Notice(Err(e)))),
+                // Cannot happen (the prefix matched); give it to the parser.
+                Ok(None) => {
+                    self.unread.splice(..0, line);
+                    self.parse()
+                }
+            };
+        }
+        self.parse()
+    }
+
+    fn parse(&mut self) -> Option<Result<Incoming, ReplyParseError>> {
+        let progress = self.parser.push(&self.unread);
+        self.unread
+            .drain(..progress.consumed.min(self.unread.len()));
+        progress.output.map(|r| r.map(Incoming::Reply))
+    }
+
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.unread.extend_from_slice(bytes);
+    }
+}
+
+/// Whether `bytes` start with the notice prefix, or with a part of it.
+fn could_be_notice(bytes: &[u8]) -> bool {
+    let prefix = NOTICE_PREFIX.as_bytes();
+    let n = bytes.len().min(prefix.len());
+    bytes[..n].eq_ignore_ascii_case(&prefix[..n])
 }
 
 impl<S: Read + Write> Control<S> {
@@ -36,8 +103,7 @@ impl<S: Read + Write> Control<S> {
     pub(crate) fn new(stream: S, server: SocketAddr, timeout: Duration) -> Control<S> {
         Control {
             stream,
-            parser: ReplyParser::new(),
-            unread: Vec::new(),
+            input: Input::default(),
             server,
             timeout,
         }
@@ -70,31 +136,41 @@ impl<S: Read + Write> Control<S> {
             })
     }
 
+    /// What was read and not handed out, to move to a reader thread during
+    /// a transfer and back.
+    pub(crate) fn input(&mut self) -> &mut Input {
+        &mut self.input
+    }
+
     /// Reads the next reply; `op` names what it answers, for errors.
+    /// Notices (after the transfer they belonged to) are shown and skipped.
     pub(crate) fn reply(
         &mut self,
         op: &str,
         observer: &mut dyn Observer,
     ) -> Result<Reply, ClientError> {
+        if let Some(reply) = self.input.pending.pop_front() {
+            observer.protocol(&format!("< {reply}"));
+            return Ok(reply);
+        }
         loop {
-            if !self.unread.is_empty() {
-                let progress = self.parser.push(&self.unread);
-                self.unread
-                    .drain(..progress.consumed.min(self.unread.len()));
-                match progress.output {
-                    Some(Ok(reply)) => {
-                        observer.protocol(&format!("< {reply}"));
-                        return Ok(reply);
-                    }
-                    Some(Err(source)) => {
-                        return Err(ClientError::BadReply {
-                            op: op.to_owned(),
-                            server: self.server,
-                            source,
-                        });
-                    }
-                    None => {}
+            match self.input.next() {
+                Some(Ok(Incoming::Reply(reply))) => {
+                    observer.protocol(&format!("< {reply}"));
+                    return Ok(reply);
                 }
+                Some(Ok(Incoming::Notice(notice))) => {
+                    observer.protocol(&format!("< notice (late): {notice:?}"));
+                    continue;
+                }
+                Some(Err(source)) => {
+                    return Err(ClientError::BadReply {
+                        op: op.to_owned(),
+                        server: self.server,
+                        source,
+                    });
+                }
+                None => {}
             }
             let mut chunk = [0u8; READ_CHUNK_BYTES];
             match self.stream.read(&mut chunk) {
@@ -104,7 +180,7 @@ impl<S: Read + Write> Control<S> {
                         server: self.server,
                     });
                 }
-                Ok(n) => self.unread.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.input.extend(&chunk[..n]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_timeout(&e) => {
                     return Err(ClientError::ReplyTimeout {

@@ -11,6 +11,7 @@
 
 use rightsize_core::checksum::Algorithm;
 use rightsize_core::ftp::Reply;
+use rightsize_core::ftp::rightsize::{EXTENSION, RightsizeFeature};
 
 /// `FEAT` success (RFC 2389 3.2).
 const FEAT_REPLY_CODE: u16 = 211;
@@ -89,6 +90,11 @@ impl Features {
     /// Whether `SBUF` may be sent: listed, or a GridFTP server.
     pub fn sbuf(&self) -> bool {
         self.has("SBUF") || self.gridftp
+    }
+
+    /// The RIGHTSIZE extension, if offered.
+    pub fn rightsize(&self) -> Option<RightsizeFeature> {
+        self.line(EXTENSION).and_then(RightsizeFeature::parse)
     }
 
     /// Whether active mode should use `EPRT` rather than `PORT` on an IPv4

@@ -28,6 +28,7 @@ mod data;
 mod error;
 mod features;
 mod local;
+mod pump;
 mod session;
 mod transfer;
 

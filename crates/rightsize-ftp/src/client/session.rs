@@ -10,7 +10,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 
 use rightsize_core::checksum::{self, Algorithm};
-use rightsize_core::ftp::{Command, Reply, Token};
+use rightsize_core::ftp::command::OptsCommand;
+use rightsize_core::ftp::{Capability, Command, Reply, RightsizeOpts, Token};
 use rightsize_core::url::{FtpUrl, Host};
 use rightsize_sys::socket::{self, BufferRequest};
 
@@ -24,6 +25,9 @@ use super::{Observer, Options, SbufReport};
 pub(crate) struct Session<S> {
     pub(crate) control: Control<S>,
     pub(crate) features: Features,
+    /// The server took `OPTS RIGHTSIZE ON`: sizes and reports flow during
+    /// transfers, both ways.
+    pub(crate) rightsize: bool,
 }
 
 /// Resolves the URL's host and opens the control connection.
@@ -98,7 +102,34 @@ impl<S: Read + Write> Session<S> {
             &Command::Type(rightsize_core::ftp::command::TransferType::Image),
             observer,
         )?;
-        Ok(Session { control, features })
+        Ok(Session {
+            control,
+            features,
+            rightsize: false,
+        })
+    }
+
+    /// Turns the RIGHTSIZE extension on if the server offers it (README,
+    /// "Protocol: the RIGHTSIZE extension"); a refusal only leaves it off.
+    pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
+        let offered = self
+            .features
+            .rightsize()
+            .is_some_and(|f| f.has(Capability::Sbuf) && f.has(Capability::Info));
+        if !offered {
+            return Ok(());
+        }
+        let opts = Command::Opts(OptsCommand::Rightsize(RightsizeOpts::On { udp_port: None }));
+        let reply = self.control.command(&opts, observer)?;
+        if reply.code() == 200 {
+            self.rightsize = true;
+            self.control.input().notices = true;
+        } else {
+            observer.warning(&format!(
+                "the server offers RIGHTSIZE but answered {reply}; tuning this end alone"
+            ));
+        }
+        Ok(())
     }
 
     /// The remote file's size from `SIZE` (RFC 3659 4), `None` if refused.

@@ -28,6 +28,7 @@ use super::control::{arg, is_timeout};
 use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::Sink;
+use super::pump::{self, Exchange, Pump};
 use super::session::Session;
 use super::{
     ChecksumReport, Direction, Observer, Options, Output, Progress, Report, TelemetryFile,
@@ -59,6 +60,9 @@ pub fn get(
         Output::File(target) => Sink::open(&local_target(target, name))?,
     };
     let mut session = Session::open(url, options, observer)?;
+    if options.tune.is_some() {
+        session.rightsize_on(observer)?;
+    }
     let expected_bytes = session.size(path, observer)?;
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
@@ -146,6 +150,9 @@ pub fn put(
     let path = remote_path(url, local);
 
     let mut session = Session::open(url, options, observer)?;
+    if options.tune.is_some() {
+        session.rightsize_on(observer)?;
+    }
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
@@ -305,6 +312,10 @@ struct DataConn {
     monitor: Monitor,
     /// Payload bytes moved, for the monitor.
     bytes: Arc<AtomicU64>,
+    /// With the RIGHTSIZE extension on: the control connection's reader
+    /// and the count of in-transfer commands and replies.
+    pump: Option<Pump>,
+    exchange: Option<Arc<Exchange>>,
 }
 
 /// What is left of a data connection once it is closed.
@@ -356,10 +367,15 @@ fn open_data(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<DataConn, ClientError> {
+    let peer = if session.rightsize {
+        Peer::Rightsize
+    } else {
+        Peer::Other
+    };
     let tuner = options
         .tune
         .as_ref()
-        .map(|spec| tuning::build(spec, role, Peer::Other));
+        .map(|spec| tuning::build(spec, role, peer));
     let request = match &tuner {
         Some(tuner) => tuning::request(&options.buffers, tuner.setup().pre_handshake),
         None => options.buffers.clone(),
@@ -395,14 +411,39 @@ fn open_data(
         Some(file) => Some(open_telemetry(file, &stream, role, tuner.as_deref())?),
         None => None,
     };
+    let control = session.control.stream();
+    let exchange = (session.rightsize && tuner.is_some()).then(|| Arc::new(Exchange::default()));
+    let to_peer = match &exchange {
+        Some(exchange) => Some(pump::sender(
+            control_clone(control, server)?,
+            Arc::clone(exchange),
+        )),
+        None => None,
+    };
     let tuning = tuner.map(|tuner| Tuning {
         tuner,
-        control: session.control.stream().try_clone().ok(),
-        to_peer: None,
-        report_info: false,
+        control: control.try_clone().ok(),
+        report_info: role == Role::Sender && to_peer.is_some(),
+        to_peer,
     });
     let bytes = Arc::new(AtomicU64::new(0));
     let monitor = Monitor::start(&stream, Arc::clone(&bytes), telemetry, tuning)?;
+    let pump = match (&exchange, monitor.inbox()) {
+        (Some(exchange), Some(inbox)) => {
+            let reader = control_clone(session.control.stream(), server)?;
+            let input = std::mem::take(session.control.input());
+            let pump =
+                Pump::start(reader, input, inbox, Arc::clone(exchange)).map_err(|source| {
+                    ClientError::ControlIo {
+                        op: "start the control reader".to_owned(),
+                        server,
+                        source,
+                    }
+                })?;
+            Some(pump)
+        }
+        _ => None,
+    };
     Ok(DataConn {
         stream,
         peer,
@@ -414,7 +455,19 @@ fn open_data(
         early_completion,
         monitor,
         bytes,
+        pump,
+        exchange,
     })
+}
+
+fn control_clone(control: &TcpStream, server: SocketAddr) -> Result<TcpStream, ClientError> {
+    control
+        .try_clone()
+        .map_err(|source| ClientError::ControlIo {
+            op: "dup the control socket".to_owned(),
+            server,
+            source,
+        })
 }
 
 /// Creates the telemetry file of the data connection `stream`.
@@ -484,24 +537,52 @@ impl DataConn {
         observer: &mut dyn Observer,
     ) -> Result<DataDone, ClientError> {
         let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
-        let tuning = self.monitor.finish().ok().map(|finished| TuningReport {
-            buffers: finished.buffers,
-            tuner: finished.tuner,
-            extension: false,
-            ignored: Vec::new(),
-            telemetry_error: finished.telemetry_error,
-        });
+        // The monitor first: after it, nothing more is sent in-transfer.
+        let finished = self.monitor.finish().ok();
         drop(self.stream);
+        let server = session.control.server();
+        if let Some(pump) = self.pump {
+            let (input, error) = pump.stop();
+            *session.control.input() = input;
+            if let Some(source) = error {
+                return Err(ClientError::ControlIo {
+                    op: format!("read the control connection during {}", self.verb),
+                    server,
+                    source,
+                });
+            }
+        }
+        let exchange = self.exchange.unwrap_or_default();
         let reply = match self.early_completion {
             Some(reply) => reply,
             None => loop {
-                // Skip further 1yz replies (markers some servers send).
+                // Skip further 1yz replies (markers some servers send) and
+                // the answers to in-transfer commands.
                 let reply = session.control.reply(self.verb, observer)?;
-                if !reply.is_preliminary() {
+                if !reply.is_preliminary() && !exchange.take_answer(&reply) {
                     break reply;
                 }
             },
         };
+        // Answers that come after the 226 (a server that queues them).
+        while exchange.owed() > 0 {
+            let late = session.control.reply("an in-transfer command", observer)?;
+            if !exchange.take_answer(&late) {
+                return Err(ClientError::Unexpected {
+                    server,
+                    command: "SBUF/RINF during the transfer".to_owned(),
+                    reply: late.to_string(),
+                    problem: "not an answer to an in-transfer command; the control connection is out of step".to_owned(),
+                });
+            }
+        }
+        let tuning = finished.map(|finished| TuningReport {
+            buffers: finished.buffers,
+            tuner: finished.tuner,
+            extension: session.rightsize,
+            ignored: exchange.ignored(),
+            telemetry_error: finished.telemetry_error,
+        });
         if !reply.is_completion() {
             return Err(session.remote_error(self.verb, self.path.as_bytes(), &reply));
         }

@@ -23,7 +23,9 @@ use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
 
+use rightsize_core::ftp::PeerMessage;
 use rightsize_core::tune::{Peer, Role, Tuner};
+use rightsize_core::units::Bytes;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
@@ -55,7 +57,6 @@ struct Running {
     thread: JoinHandle<()>,
     /// The running transfer's monitor, once its data connection is up:
     /// where what the client reports goes.
-    #[allow(dead_code)] // TEMP: wired with the RIGHTSIZE extension
     inbox: Arc<Mutex<Option<Inbox>>>,
 }
 
@@ -227,7 +228,7 @@ impl Conn {
                     }
                 }
                 Output::Close => return false,
-                Output::Peer(_) => {} // wired by the tuning driver
+                Output::Peer(message) => self.to_transfer(&message),
             }
         }
         true
@@ -346,21 +347,36 @@ impl Conn {
 
     /// Whether the client turned the in-transfer extension on.
     fn rightsize_on(&self) -> bool {
-        false
+        self.session.rightsize_on()
+    }
+
+    /// Hands what the client said during the transfer to its tuner; with
+    /// no tuner running (not connected yet, or fixed by SBUF) it is dropped.
+    fn to_transfer(&self, message: &PeerMessage) {
+        let Some(running) = &self.running else {
+            return;
+        };
+        let inbox = running.inbox.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(inbox) = inbox.as_ref() {
+            match message {
+                PeerMessage::Size(bytes) => inbox.peer(None, Some(Bytes(*bytes))),
+                PeerMessage::Info(info) => inbox.peer(Some(*info), None),
+            }
+        }
     }
 
     /// Writes a notice of the running transfer's tuner, if the client
     /// turned the extension on and the transfer still runs; false once the
     /// connection is to be closed.
     fn notice(&mut self, notice: ToPeer) -> bool {
-        if !self.rightsize_on() || self.running.is_none() {
+        if !self.session.notices_allowed() || self.running.is_none() {
             return true;
         }
         let line = match notice {
-            ToPeer::Size(bytes) => format!("RIGHTSIZE SBUF {bytes}\r\n", bytes = bytes.get()),
-            ToPeer::Info(_) => return true,
+            ToPeer::Size(bytes) => PeerMessage::Size(bytes.get()),
+            ToPeer::Info(info) => PeerMessage::Info(info),
         };
-        self.control.write_all(line.as_bytes()).is_ok()
+        self.control.write_all(&line.encode()).is_ok()
     }
 
     fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {

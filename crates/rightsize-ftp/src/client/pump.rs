@@ -1,0 +1,207 @@
+//! The control connection during a transfer with the RIGHTSIZE extension
+//! on: a thread reads it so that the server's notices reach the tuner while
+//! the data moves, and the tuner's sizes and reports go out as in-transfer
+//! `SBUF` and `RINF` commands.
+//!
+//! Guarantees: the replies to those commands are recognised wherever they
+//! come (before the `226`, after it, or refused with 500-504); on the first
+//! refusal the client stops sending and tunes its own end only; every other
+//! reply is kept, in order, for the main thread; a malformed notice is
+//! recorded with its reason and never stops the transfer.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use rightsize_core::ftp::{PeerMessage, Reply};
+use rightsize_core::units::Bytes;
+use rightsize_sys::telemetry::{Inbox, ToPeer};
+
+use super::control::{Incoming, Input};
+
+/// How often the reader looks at its stop flag, milliseconds.
+const POLL_MS: libc::c_int = 50;
+/// Malformed notices kept for the report.
+const MAX_IGNORED: usize = 20;
+
+/// What the in-transfer commands and their replies have come to, shared
+/// by the sender (the monitor thread), the reader and the main thread.
+#[derive(Debug, Default)]
+pub(crate) struct Exchange {
+    /// In-transfer commands sent.
+    sent: AtomicU32,
+    /// Of their replies, those read so far.
+    answered: AtomicU32,
+    /// The server refused one: send no more.
+    refused: AtomicBool,
+    /// Why notices were ignored.
+    ignored: Mutex<Vec<String>>,
+}
+
+impl Exchange {
+    /// Replies still owed to in-transfer commands.
+    pub(crate) fn owed(&self) -> u32 {
+        self.sent
+            .load(Ordering::SeqCst)
+            .saturating_sub(self.answered.load(Ordering::SeqCst))
+    }
+
+    /// Whether `reply` answers an in-transfer command rather than the
+    /// transfer: a transfer ends with 226/250 or 4yz/55z, never 200 or
+    /// 500-504. Counts it if so.
+    pub(crate) fn take_answer(&self, reply: &Reply) -> bool {
+        let code = reply.code();
+        if self.owed() == 0 || !(code == 200 || (500..=504).contains(&code)) {
+            return false;
+        }
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        if code != 200 {
+            self.refused.store(true, Ordering::SeqCst);
+            self.note(format!(
+                "the server refused an in-transfer command ({reply}); tuning this end alone"
+            ));
+        }
+        true
+    }
+
+    fn note(&self, text: String) {
+        let mut ignored = self.ignored.lock().unwrap_or_else(PoisonError::into_inner);
+        if ignored.len() < MAX_IGNORED {
+            ignored.push(text);
+        }
+    }
+
+    /// What was ignored, for the report.
+    pub(crate) fn ignored(&self) -> Vec<String> {
+        self.ignored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The tuner's way to the server: writes `SBUF n` or `RINF facts` on a
+/// clone of the control connection, until the server refuses one or a
+/// write fails.
+pub(crate) fn sender(
+    mut control: TcpStream,
+    exchange: Arc<Exchange>,
+) -> Box<dyn FnMut(ToPeer) + Send> {
+    Box::new(move |message| {
+        if exchange.refused.load(Ordering::SeqCst) {
+            return;
+        }
+        let message = match message {
+            ToPeer::Size(bytes) => PeerMessage::Size(bytes.get()),
+            ToPeer::Info(info) => PeerMessage::Info(info),
+        };
+        match control.write_all(&message.to_command().encode()) {
+            Ok(()) => {
+                exchange.sent.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => {
+                exchange.refused.store(true, Ordering::SeqCst);
+                exchange.note(format!("sending to the server failed ({e}); stopped"));
+            }
+        }
+    })
+}
+
+/// The reader thread.
+#[derive(Debug)]
+pub(crate) struct Pump {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<(Input, Option<io::Error>)>,
+}
+
+impl Pump {
+    /// Reads `control` (a clone of the control connection) from `input`
+    /// (what was read before) until [`Pump::stop`]: notices go to `inbox`,
+    /// replies to in-transfer commands are counted in `exchange`, other
+    /// replies queue in the input's `pending`.
+    pub(crate) fn start(
+        control: TcpStream,
+        input: Input,
+        inbox: Inbox,
+        exchange: Arc<Exchange>,
+    ) -> io::Result<Pump> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("ftp-control-pump".into())
+            .spawn(move || pump(control, input, &inbox, &exchange, &flag))?;
+        Ok(Pump { stop, thread })
+    }
+
+    /// Stops reading (within [`POLL_MS`]) and gives back what was read and
+    /// not handed out, and a read error if one ended it early.
+    pub(crate) fn stop(self) -> (Input, Option<io::Error>) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().unwrap_or_else(|_| {
+            (
+                Input::default(),
+                Some(io::Error::other("control reader panicked")),
+            )
+        })
+    }
+}
+
+fn pump(
+    mut control: TcpStream,
+    mut input: Input,
+    inbox: &Inbox,
+    exchange: &Exchange,
+    stop: &AtomicBool,
+) -> (Input, Option<io::Error>) {
+    let mut chunk = [0u8; 4096];
+    loop {
+        // Hand out what is complete first.
+        while let Some(next) = input.next() {
+            match next {
+                Ok(Incoming::Notice(Ok(message))) => match message {
+                    PeerMessage::Size(bytes) => inbox.peer(None, Some(Bytes(bytes))),
+                    PeerMessage::Info(info) => inbox.peer(Some(info), None),
+                },
+                Ok(Incoming::Notice(Err(e))) => {
+                    exchange.note(format!(
+                        "a malformed notice from the server was ignored: {e}"
+                    ));
+                }
+                Ok(Incoming::Reply(reply)) => {
+                    if !exchange.take_answer(&reply) {
+                        input.pending.push_back(reply);
+                    }
+                }
+                // The main thread meets it again when it reads on.
+                Err(e) => return (input, Some(io::Error::other(e.to_string()))),
+            }
+        }
+        if stop.load(Ordering::SeqCst) {
+            return (input, None);
+        }
+        if !readable(&control) {
+            continue;
+        }
+        match control.read(&mut chunk) {
+            Ok(0) => return (input, None),
+            Ok(n) => input.extend(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if super::control::is_timeout(&e) => {}
+            Err(e) => return (input, Some(e)),
+        }
+    }
+}
+
+/// Waits up to [`POLL_MS`] for the control connection to have bytes.
+fn readable(control: &TcpStream) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: control.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, count 1.
+    unsafe { libc::poll(&mut pfd, 1, POLL_MS) > 0 }
+}
