@@ -48,6 +48,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
+use rightsize_core::path::{RateSpec, Side};
 use rightsize_core::units::{Bytes, human_duration};
 
 use budget::{Basis, RunSize};
@@ -193,11 +194,17 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let summaries = report::summarise(&runs, &names, &tuners);
     for path in &paths {
+        let facts = path.facts();
+        let ceiling = match path.spec.link_from(Side::Right).rate {
+            RateSpec::Constant(_) => {
+                format!("goodput ceiling {:.1} Mbit/s", facts.ceiling_bps / 1e6)
+            }
+            _ => "rate follows a schedule".to_owned(),
+        };
         println!(
-            "\n{}: BDP {}, goodput ceiling {:.1} Mbit/s; medians of valid runs",
+            "\n{}: BDP {} (peak rate), {ceiling}; medians of valid runs",
             path.name,
-            Bytes(path.facts().bdp_bytes as u64).human_si(),
-            path.facts().ceiling_bps / 1e6
+            Bytes(facts.bdp_bytes as u64).human_si(),
         );
         let mine: Vec<&report::Summary> =
             summaries.iter().filter(|s| s.path == path.name).collect();
