@@ -580,6 +580,8 @@ impl DataConn {
             buffers: finished.buffers,
             tuner: finished.tuner,
             extension: session.rightsize,
+            sent_to_peer: exchange.sent(),
+            received_from_peer: exchange.received(),
             ignored: exchange.ignored(),
             telemetry_error: finished.telemetry_error,
         });
