@@ -158,7 +158,7 @@ fn a_shallow_queue_loses_and_a_bdp_queue_with_a_clamped_window_does_not() {
         dir.path(),
         "deep.toml",
         &format!(
-            "rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}[right]\ncongestion = \"cubic\"\n{BIG_BUFFERS}command = [\"{}\", \"serve\", \"--root\", \"{}\", \"--listen\", \"0.0.0.0:2121\", \"--telemetry-dir\", \"{}\"]\n",
+            "rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}[right]\ncongestion = \"cubic\"\n{BIG_BUFFERS}command = [\"{}\", \"serve\", \"--tune\", \"kernel\", \"--root\", \"{}\", \"--listen\", \"0.0.0.0:2121\", \"--telemetry-dir\", \"{}\"]\n",
             env!("CARGO_BIN_EXE_rightsize"),
             root.display(),
             telemetry.display()
