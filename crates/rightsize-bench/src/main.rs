@@ -11,10 +11,16 @@
 //! 3. the server's resident memory with N idle logged-in sessions, after
 //!    checking every one of them still answers.
 //!
-//! Run it with `scripts/bench` (builds release binaries first), as root.
+//! `rightsize-bench tuners`: issue 5's targets for the buffer tuners, every
+//! tuner on the same emulated paths (`rightsize path run`, Rattan), with
+//! medians of repetitions and the ratios the issue asks for; see
+//! [`tuners`].
+//!
+//! Run them with `scripts/bench` (builds release binaries first), as root.
 
 mod ftp;
 mod procs;
+mod tuners;
 
 use std::process::ExitCode;
 
@@ -22,14 +28,20 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ftp") => ftp::run(&args[1..]),
+        Some("tuners") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
+            println!("{}", tuners::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Some("tuners") => tuners::run(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("{}", ftp::USAGE);
+            println!("{}\n\n{}", ftp::USAGE, tuners::USAGE);
             return ExitCode::SUCCESS;
         }
         Some(other) => {
             eprintln!(
-                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp\n\n{}",
-                ftp::USAGE
+                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp, tuners\n\n{}\n\n{}",
+                ftp::USAGE,
+                tuners::USAGE
             );
             return ExitCode::from(2);
         }

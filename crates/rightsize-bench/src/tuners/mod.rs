@@ -1,0 +1,309 @@
+//! `rightsize-bench tuners`: issue 5's benchmark. Every tuner, on the same
+//! emulated paths, in one run. The issue asks for:
+//!
+//! > Benchmarks (on emulated paths; a command that runs every tuner on the
+//! > same path in one run, at least 3 repetitions, and prints medians and
+//! > ratios). Memory is the peak SO_RCVBUF on the receiver and the peak
+//! > SO_SNDBUF on the sender, as read back, reported separately; 'Mbit/s
+//! > per MB' is goodput over peak receive buffer, as in seed 000 Fig. 6.
+//! > 1. Non-congested path, 200 Mbit/s, 2 x 50 ms, drop-tail queue of
+//! >    1 x BDP, cubic, 512 MiB: auto reaches at least 0.95x the goodput of
+//! >    static:16MiB and at least 6x stock; its peak receive buffer is at
+//! >    most 2 x BDP; against kernel: at least 0.98x the goodput with at
+//! >    most 0.25x the peak receive buffer.
+//! > 2. The same path with a queue of 0.1 x BDP: auto reaches at least
+//! >    0.93x the path's goodput ceiling (rate x 1448/1500, averaged over
+//! >    the whole transfer, slow start included), more than static:16MiB
+//! >    does, with at most 0.2x its retransmitted bytes.
+//! > 3. A path whose rate and RTT change during the transfer (a trace in
+//! >    the spirit of seed 000 Fig. 1): auto reaches at least 0.9x the
+//! >    goodput of static:16MiB with at most a third of its mean receive
+//! >    buffer.
+//! > 4. drs and sobas show the behaviour their papers report (drs well
+//! >    above stock; sobas avoiding the losses of the over-provisioned
+//! >    buffer on path 2).
+//!
+//! The paths are `bench/paths/{lfn,shallow,changing}.toml`. Each run
+//! brings up a fresh path with `rightsize path run`, where the right host
+//! serves `/.rightsize/zero/SIZE` with `--tune T` and the left host (the
+//! receiver) fetches it with `rightsize get --tune T`. Repetitions
+//! alternate the tuners. Each run is one JSON line of `DIR/runs.jsonl`
+//! (appended), and the tables and verdicts are made from those lines.
+//! A run that fails a fidelity check of `path run` (exit 3) is recorded as
+//! invalid and left out of the medians. The command exits 0 whether or not
+//! the targets are met, 1 if a run failed.
+
+mod budget;
+mod options;
+mod paths;
+mod record;
+mod report;
+mod runner;
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use rightsize_core::units::{Bytes, human_duration};
+
+use budget::{Basis, RunSize};
+use paths::LoadedPath;
+use record::RunRecord;
+
+pub const USAGE: &str = "\
+usage: rightsize-bench tuners [--paths lfn,shallow,changing] [--tuners stock,static:16MiB,kernel,drs,sobas,freebsd,auto]
+                              [--reps 3] [--size 512MiB] [--out DIR] [--smoke]
+
+Runs every tuner on each emulated path (bench/paths/NAME.toml, or a spec file), each run on a
+fresh `rightsize path run`: `rightsize serve --tune T` on the right host, `rightsize get --tune T`
+on the left (the receiver). As root. Prints per path the median goodput, the receiver's peak and
+mean SO_RCVBUF, the sender's peak SO_SNDBUF, Mbit/s per MB of peak receive buffer and the
+sender's retransmitted bytes, then issue 5's targets, each met or not. Tuners whose rate is
+below 20 Mbit/s (stock; or as measured by their first repetition) move what lasts ~30 s instead.
+Every run is a line of DIR/runs.jsonl (default: target/bench-results/tuners-UNIXTIME).
+Exits 0 whether or not targets are met, 1 if a run failed.
+--smoke: lfn, auto and stock, 1 repetition, 32 MiB (short runs of ~5 s): checks that it works.";
+
+/// Runs the benchmark; `Ok(false)` if a run failed.
+pub fn run(args: &[String]) -> anyhow::Result<bool> {
+    let o = options::parse(args)?;
+    rightsize_sys::emu::preflight_root()?;
+    let rightsize = rightsize_bin()?;
+    let paths = o
+        .paths
+        .iter()
+        .map(|p| LoadedPath::load(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
+    let now = unix_seconds();
+    let out = match &o.out {
+        Some(dir) => dir.clone(),
+        None => rightsize
+            .parent()
+            .and_then(Path::parent)
+            .context("no target directory above the binary")?
+            .join("bench-results")
+            .join(format!("tuners-{now}")),
+    };
+    fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out = out.canonicalize()?;
+    let runs_file = out.join("runs.jsonl");
+    let invocation = format!("{now}-{}", std::process::id());
+    let argv: Vec<String> = std::env::args().collect();
+    let kernel = rightsize_sys::sysctl::kernel_release().unwrap_or_default();
+    let budget = if o.smoke {
+        budget::SMOKE_SLOW_RUN
+    } else {
+        budget::SLOW_RUN
+    };
+    println!(
+        "rightsize-bench tuners: {} path(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {kernel}",
+        paths.len(),
+        tuners.len(),
+        o.reps,
+        o.size.human_iec()
+    );
+    println!("runs: {}", runs_file.display());
+
+    let mut failed = 0usize;
+    for path in &paths {
+        println!("\npath {} ({})", path.name, path.file.display());
+        for line in path.spec.describe() {
+            println!("  {line}");
+        }
+        let mut first_rep: Vec<Option<f64>> = vec![None; tuners.len()];
+        for rep in 1..=o.reps {
+            for (i, (tuner, spec)) in tuners.iter().zip(&o.tuners).enumerate() {
+                let expected = budget::expected_rate_bps(spec, &path.spec);
+                let size = budget::run_size(o.size, expected, first_rep[i], budget);
+                if let Some(basis) = size.shortened
+                    && (rep == 1 || matches!(basis, Basis::Measured(_)))
+                {
+                    println!("  {}", shortened_note(tuner, size, basis, o.size, budget));
+                }
+                let dir = out
+                    .join(&path.name)
+                    .join(format!("{}-rep{rep}", dir_name(tuner)));
+                if dir.exists() {
+                    bail!(
+                        "{} already holds a run; give --out a new directory",
+                        dir.display()
+                    );
+                }
+                let started_unix_s = unix_seconds();
+                let outcome = runner::execute(&runner::RunSpec {
+                    rightsize: &rightsize,
+                    path,
+                    tuner,
+                    size: size.bytes,
+                    dir: dir.clone(),
+                    deadline: budget::run_deadline(size, &path.spec),
+                })?;
+                let m = outcome.measured;
+                let record = RunRecord {
+                    kind: record::RUN_KIND.to_owned(),
+                    invocation: invocation.clone(),
+                    argv: argv.clone(),
+                    bench_version: env!("CARGO_PKG_VERSION").to_owned(),
+                    rightsize_version: m.rightsize_version,
+                    kernel: kernel.clone(),
+                    started_unix_s,
+                    path: path.name.clone(),
+                    spec_file: path.file.to_string_lossy().into_owned(),
+                    tuner: tuner.clone(),
+                    rep,
+                    size_bytes: size.bytes.0,
+                    shortened_from_bytes: size.shortened.map(|_| o.size.0),
+                    run_dir: dir.to_string_lossy().into_owned(),
+                    wall_seconds: outcome.wall.as_secs_f64(),
+                    path_exit_code: outcome.exit_code,
+                    valid: outcome.fidelity_valid && outcome.error.is_none(),
+                    failed_checks: outcome.failed_checks,
+                    error: outcome.error,
+                    goodput_bps: m.goodput_bps,
+                    transfer_seconds: m.transfer_seconds,
+                    bytes: m.bytes,
+                    peak_rcvbuf_bytes: m.peak_rcvbuf_bytes,
+                    mean_rcvbuf_bytes: m.mean_rcvbuf_bytes,
+                    peak_sndbuf_bytes: m.peak_sndbuf_bytes,
+                    bytes_retrans: m.bytes_retrans,
+                    retrans_segs: m.retrans_segs,
+                    client_tuner: m.client_tuner,
+                    fidelity: outcome.fidelity,
+                };
+                append_line(&runs_file, &serde_json::to_string(&record)?)?;
+                println!("  {}", run_line(&record, o.reps));
+                if record.error.is_some() {
+                    failed += 1;
+                } else if rep == 1 {
+                    first_rep[i] = record.goodput_bps;
+                }
+            }
+        }
+    }
+
+    // The report is made from the data file, as any later one would be.
+    let text = fs::read_to_string(&runs_file)
+        .with_context(|| format!("cannot read {}", runs_file.display()))?;
+    let runs = record::runs_of(&text, &invocation)?;
+    let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
+    let summaries = report::summarise(&runs, &names, &tuners);
+    for path in &paths {
+        println!(
+            "\n{}: BDP {}, goodput ceiling {:.1} Mbit/s; medians of valid runs",
+            path.name,
+            Bytes(path.facts().bdp_bytes as u64).human_si(),
+            path.facts().ceiling_bps / 1e6
+        );
+        let mine: Vec<&report::Summary> =
+            summaries.iter().filter(|s| s.path == path.name).collect();
+        print!("{}", report::table(&mine));
+    }
+    let facts: Vec<report::PathFacts> = paths.iter().map(LoadedPath::facts).collect();
+    let judged = report::judge(&summaries, &facts);
+    if !judged.is_empty() {
+        println!();
+    }
+    for j in &judged {
+        println!("{}", j.line());
+    }
+    if o.smoke {
+        println!("\nsmoke run: every part ran; targets are not judged on so short a run");
+    }
+    if failed > 0 {
+        println!(
+            "\n{failed} run(s) failed; see their error in {}",
+            runs_file.display()
+        );
+    }
+    Ok(failed == 0)
+}
+
+/// The `rightsize` binary next to this one (scripts/bench builds both).
+fn rightsize_bin() -> anyhow::Result<PathBuf> {
+    let bin = std::env::current_exe()?.with_file_name("rightsize");
+    if !bin.exists() {
+        bail!(
+            "{} not found; build it with `cargo build --release -p rightsize`",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A tuner's text as a directory name: `static-16MiB`.
+fn dir_name(tuner: &str) -> String {
+    tuner
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn append_line(file: &Path, line: &str) -> anyhow::Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .with_context(|| format!("cannot open {}", file.display()))?;
+    writeln!(f, "{line}").with_context(|| format!("cannot write {}", file.display()))
+}
+
+fn shortened_note(
+    tuner: &str,
+    size: RunSize,
+    basis: Basis,
+    asked: Bytes,
+    budget: std::time::Duration,
+) -> String {
+    let why = match basis {
+        Basis::Expected(r) => format!("expected {:.1} Mbit/s (its window over the RTT)", r / 1e6),
+        Basis::Measured(r) => format!("its first repetition measured {:.1} Mbit/s", r / 1e6),
+    };
+    format!(
+        "{tuner}: {why}, below {:.0} Mbit/s: {} per run instead of {} (~{})",
+        budget::SLOW_RATE_BPS / 1e6,
+        size.bytes.human_iec(),
+        asked.human_iec(),
+        human_duration(budget)
+    )
+}
+
+/// `auto rep 1/3: 185.2 Mbit/s, rcvbuf peak 4.21 MB mean 3.10 MB, sndbuf
+/// peak 5.00 MB, retrans 0 B (0 segs), 512 MiB in 23.1 s (run 28.4 s), valid`.
+fn run_line(r: &RunRecord, reps: usize) -> String {
+    let mb =
+        |b: Option<u64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.2}", b as f64 / 1e6));
+    let verdict = match (&r.error, r.valid) {
+        (Some(e), _) => format!("FAILED: {e}"),
+        (None, true) => "valid".to_owned(),
+        (None, false) => format!("INVALID (fidelity: {})", r.failed_checks.join(", ")),
+    };
+    format!(
+        "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} MB mean {} MB, sndbuf peak {} MB, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
+        r.tuner,
+        r.rep,
+        r.goodput_bps
+            .map_or_else(|| "-".to_owned(), |g| format!("{:.1}", g / 1e6)),
+        mb(r.peak_rcvbuf_bytes),
+        mb(r.mean_rcvbuf_bytes),
+        mb(r.peak_sndbuf_bytes),
+        r.bytes_retrans
+            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+        r.retrans_segs
+            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+        Bytes(r.size_bytes).human_iec(),
+        r.transfer_seconds
+            .map_or_else(|| "-".to_owned(), |t| format!("{t:.1}")),
+        r.wall_seconds
+    )
+}

@@ -1,0 +1,123 @@
+//! The emulated paths: a name (`lfn`) is `bench/paths/lfn.toml`; a spec is
+//! checked with rightsize's own parser before anything runs, and each run
+//! gets a copy that also starts the server on the right host.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use rightsize_core::path::{PathSpec, Side};
+
+use super::budget;
+use super::report::PathFacts;
+
+/// Where the named paths live, in the source tree.
+pub const PATHS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/paths");
+
+/// A path spec, read and checked.
+#[derive(Debug, Clone)]
+pub struct LoadedPath {
+    /// Its name: the file stem.
+    pub name: String,
+    /// The file.
+    pub file: PathBuf,
+    /// The file's text.
+    pub text: String,
+    /// The parsed spec.
+    pub spec: PathSpec,
+}
+
+impl LoadedPath {
+    /// Loads `name_or_file`: an existing file, else `bench/paths/NAME.toml`.
+    pub fn load(name_or_file: &str) -> anyhow::Result<LoadedPath> {
+        let given = Path::new(name_or_file);
+        let file = if given.is_file() {
+            given.to_owned()
+        } else {
+            Path::new(PATHS_DIR).join(format!("{name_or_file}.toml"))
+        };
+        let file = file.canonicalize().with_context(|| {
+            format!(
+                "path {name_or_file:?}: neither a spec file nor {} exists",
+                file.display()
+            )
+        })?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let base = file.parent().map(Path::to_owned).unwrap_or_default();
+        let spec = PathSpec::from_toml(&text, &mut |name| {
+            std::fs::read_to_string(base.join(name)).map_err(|e| e.to_string())
+        })
+        .with_context(|| format!("path spec {}", file.display()))?;
+        if spec.right.command.is_some() {
+            bail!(
+                "path spec {}: has a [right] command; the benchmark starts the server there itself",
+                file.display()
+            );
+        }
+        let name = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| name_or_file.to_owned());
+        Ok(LoadedPath {
+            name,
+            file,
+            text,
+            spec,
+        })
+    }
+
+    /// What the targets need to know of it.
+    pub fn facts(&self) -> PathFacts {
+        PathFacts {
+            name: self.name.clone(),
+            bdp_bytes: self.spec.bdp_from(Side::Right).0 as f64,
+            ceiling_bps: budget::goodput_ceiling_bps(&self.spec),
+        }
+    }
+
+    /// The spec of one run: this one with `[right] command = server` and
+    /// trace files made absolute (the copy lives elsewhere).
+    pub fn for_run(&self, server: &[String]) -> anyhow::Result<String> {
+        let base = self.file.parent().unwrap_or(Path::new("/"));
+        spec_with_server(&self.text, base, server)
+            .with_context(|| format!("path spec {}", self.file.display()))
+    }
+}
+
+/// `text` with `[right] command` set to `server` and every relative
+/// `trace` (top level, `[uplink]`, `[downlink]`) resolved against `base`.
+pub fn spec_with_server(text: &str, base: &Path, server: &[String]) -> anyhow::Result<String> {
+    let mut table: toml::Table = text.parse()?;
+    let absolute = |t: &mut toml::Table| {
+        if let Some(toml::Value::String(trace)) = t.get_mut("trace")
+            && Path::new(trace.as_str()).is_relative()
+        {
+            *trace = base.join(&*trace).to_string_lossy().into_owned();
+        }
+    };
+    absolute(&mut table);
+    for direction in ["uplink", "downlink"] {
+        if let Some(toml::Value::Table(t)) = table.get_mut(direction) {
+            absolute(t);
+        }
+    }
+    let right = table
+        .entry("right")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(right) = right else {
+        bail!("right is not a table");
+    };
+    if right.contains_key("command") {
+        bail!("[right] already has a command");
+    }
+    right.insert(
+        "command".to_owned(),
+        toml::Value::Array(
+            server
+                .iter()
+                .map(|a| toml::Value::String(a.clone()))
+                .collect(),
+        ),
+    );
+    Ok(toml::to_string(&table)?)
+}

@@ -1,0 +1,213 @@
+//! One run as one JSON line of `runs.jsonl`, and the numbers it takes
+//! from what the run left behind: the client's `--json` report, the
+//! server's telemetry and `path run --results`. No I/O: the caller reads
+//! the files and hands over their text or values.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `kind` of a run line.
+pub const RUN_KIND: &str = "run";
+
+/// One run: what was asked, where it ran, what it measured. Every number
+/// is `None` when the run did not produce it (an error, a missing field).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Always [`RUN_KIND`].
+    pub kind: String,
+    /// This invocation of the benchmark (`<unix seconds>-<pid>`): a
+    /// runs.jsonl may hold several.
+    pub invocation: String,
+    /// The benchmark's command line.
+    pub argv: Vec<String>,
+    /// rightsize-bench's version.
+    pub bench_version: String,
+    /// `rightsize_version` from the client's report.
+    pub rightsize_version: Option<String>,
+    /// The kernel release.
+    pub kernel: String,
+    /// When the run started, unix seconds.
+    pub started_unix_s: u64,
+    /// The path's name (file stem of its spec).
+    pub path: String,
+    /// The spec file the run's spec was made from.
+    pub spec_file: String,
+    /// The tuner, in `--tune`'s canonical text.
+    pub tuner: String,
+    /// Repetition, from 1.
+    pub rep: usize,
+    /// Bytes asked of the server.
+    pub size_bytes: u64,
+    /// The size asked on the command line, when this run was shortened.
+    pub shortened_from_bytes: Option<u64>,
+    /// The run's directory (spec, logs, telemetry).
+    pub run_dir: String,
+    /// Wall time of `rightsize path run`, setup and teardown included.
+    pub wall_seconds: f64,
+    /// `rightsize path run`'s exit code (3: a fidelity check failed).
+    pub path_exit_code: Option<i32>,
+    /// Every fidelity check passed and nothing failed: counts in medians.
+    pub valid: bool,
+    /// Names of the fidelity checks that failed.
+    pub failed_checks: Vec<String>,
+    /// What went wrong, when the run produced no measurement.
+    pub error: Option<String>,
+    /// Client: bytes over the data connection's lifetime, bits/s.
+    pub goodput_bps: Option<f64>,
+    /// Client: seconds from the data connection being ready to its end.
+    pub transfer_seconds: Option<f64>,
+    /// Client: bytes received.
+    pub bytes: Option<u64>,
+    /// Receiver (client): peak SO_RCVBUF as read back.
+    pub peak_rcvbuf_bytes: Option<u64>,
+    /// Receiver (client): mean SO_RCVBUF as read back.
+    pub mean_rcvbuf_bytes: Option<u64>,
+    /// Sender (server): peak SO_SNDBUF as read back, from its `226`.
+    pub peak_sndbuf_bytes: Option<u64>,
+    /// Sender (server): bytes retransmitted (`tcpi_bytes_retrans`).
+    pub bytes_retrans: Option<u64>,
+    /// Sender (server): segments retransmitted (`tcpi_total_retrans`).
+    pub retrans_segs: Option<u64>,
+    /// The client's tuner at the end: name, state, decisions.
+    pub client_tuner: Option<Value>,
+    /// `path run`'s fidelity verdict as written to `--results`.
+    pub fidelity: Option<Value>,
+}
+
+/// Parses one line of runs.jsonl; `Ok(None)` for a line of another kind.
+pub fn parse_line(line: &str) -> anyhow::Result<Option<RunRecord>> {
+    let value: Value = serde_json::from_str(line)?;
+    if value["kind"] != RUN_KIND {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::from_value(value)?))
+}
+
+/// The runs of one invocation in a runs.jsonl text, in order; an unreadable
+/// line is an error naming its number.
+pub fn runs_of(text: &str, invocation: &str) -> anyhow::Result<Vec<RunRecord>> {
+    let mut runs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let run =
+            parse_line(line).map_err(|e| anyhow::anyhow!("runs.jsonl line {}: {e}", i + 1))?;
+        if let Some(run) = run.filter(|r| r.invocation == invocation) {
+            runs.push(run);
+        }
+    }
+    Ok(runs)
+}
+
+/// The numbers of one run, from the client's report and the server's last
+/// telemetry line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measured {
+    /// See [`RunRecord`].
+    pub rightsize_version: Option<String>,
+    /// See [`RunRecord`].
+    pub goodput_bps: Option<f64>,
+    /// See [`RunRecord`].
+    pub transfer_seconds: Option<f64>,
+    /// See [`RunRecord`].
+    pub bytes: Option<u64>,
+    /// See [`RunRecord`].
+    pub peak_rcvbuf_bytes: Option<u64>,
+    /// See [`RunRecord`].
+    pub mean_rcvbuf_bytes: Option<u64>,
+    /// See [`RunRecord`].
+    pub peak_sndbuf_bytes: Option<u64>,
+    /// See [`RunRecord`].
+    pub bytes_retrans: Option<u64>,
+    /// See [`RunRecord`].
+    pub retrans_segs: Option<u64>,
+    /// See [`RunRecord`].
+    pub client_tuner: Option<Value>,
+    /// Every field that was expected and missing, and every tuner that was
+    /// not the one asked for: a run with any is an error.
+    pub problems: Vec<String>,
+}
+
+/// Takes the numbers out of `rightsize get --json` (`client`) and the
+/// server's telemetry file (`server_telemetry`, JSON lines, its last
+/// `"final"` line counts), checking both ends ran `tuner`.
+pub fn measure(client: &Value, server_telemetry: Option<&str>, tuner: &str) -> Measured {
+    let mut m = Measured::default();
+    let mut problems = Vec::new();
+    let mut f64_at = |v: &Value, path: &str| {
+        let got = pointer(v, path).and_then(Value::as_f64);
+        if got.is_none() {
+            problems.push(format!("no {path} in the client's report"));
+        }
+        got
+    };
+    m.goodput_bps = f64_at(client, "goodput_bps");
+    m.transfer_seconds = f64_at(client, "seconds");
+    m.bytes = f64_at(client, "bytes").map(|b| b as u64);
+    m.peak_rcvbuf_bytes = f64_at(client, "tuning.buffers.peak_rcvbuf_bytes").map(|b| b as u64);
+    m.mean_rcvbuf_bytes = f64_at(client, "tuning.buffers.mean_rcvbuf_bytes").map(|b| b as u64);
+    m.peak_sndbuf_bytes = f64_at(client, "server_buffers.peak_sndbuf_bytes").map(|b| b as u64);
+    m.rightsize_version = client["rightsize_version"].as_str().map(str::to_owned);
+    m.client_tuner = pointer(client, "tuning.tuner").cloned();
+    let ran = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let wanted = tuner_name(tuner);
+    match ran(pointer(client, "tuning.tuner.name")) {
+        Some(name) if name == wanted => {}
+        other => problems.push(format!("the client ran tuner {other:?}, not {wanted:?}")),
+    }
+    match ran(pointer(client, "server_buffers.tune")) {
+        Some(name) if name == wanted || name == tuner => {}
+        other => problems.push(format!("the server ran tuner {other:?}, not {tuner:?}")),
+    }
+    match server_telemetry.and_then(final_line) {
+        Some(last) => {
+            m.bytes_retrans = last["bytes_retrans"].as_u64();
+            m.retrans_segs = last["total_retrans_segs"].as_u64();
+            if m.bytes_retrans.is_none() || m.retrans_segs.is_none() {
+                problems.push(
+                    "no bytes_retrans or total_retrans_segs in the server's final telemetry line"
+                        .to_owned(),
+                );
+            }
+        }
+        None => problems.push("no final line in the server's telemetry".to_owned()),
+    }
+    m.problems = problems;
+    m
+}
+
+/// The name part of a tuner's text: `static` of `static:16MiB`.
+fn tuner_name(tuner: &str) -> &str {
+    tuner.split(':').next().unwrap_or(tuner)
+}
+
+/// `a.b.c` in a JSON value.
+fn pointer<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
+    value.pointer(&format!("/{}", dotted.replace('.', "/")))
+}
+
+/// The last `"kind":"final"` line of a telemetry file.
+pub fn final_line(text: &str) -> Option<Value> {
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["kind"] == "final")
+}
+
+/// What `path run --results` says: the fidelity verdict and the names of
+/// the checks that failed.
+pub fn fidelity_of(results: &Value) -> (Option<bool>, Vec<String>) {
+    let valid = results["fidelity"]["valid"].as_bool();
+    let failed = results["fidelity"]["checks"]
+        .as_array()
+        .map(|checks| {
+            checks
+                .iter()
+                .filter(|c| c["ok"] == Value::Bool(false))
+                .filter_map(|c| c["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (valid, failed)
+}

@@ -1,0 +1,260 @@
+//! One run: a fresh emulated path (`rightsize path run`), `rightsize serve`
+//! with the tuner on the right host, `rightsize get` with the same tuner on
+//! the left (the receiver), then the numbers from the files they leave in
+//! the run's directory.
+//!
+//! A run that fails (the client, a missing number, a hung path) is an
+//! outcome with an error, not an `Err`: the benchmark records it and goes
+//! on. `Err` is for what stops every run (a directory that cannot be
+//! written, `rightsize` that cannot be started).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rightsize_core::units::Bytes;
+use serde_json::Value;
+
+use super::paths::LoadedPath;
+use super::record::{self, Measured};
+
+/// The server's control port inside the right host's namespace.
+pub const PORT: u16 = 2121;
+
+/// Exit code of `rightsize path run` when a fidelity check failed.
+pub const INVALID_RUN_EXIT: i32 = 3;
+
+/// Waits until `$1:$2` accepts a connection (each try costs one round
+/// trip), then runs the rest of the arguments: the server starts in the
+/// background of `path run` and may not listen yet.
+const WAIT_THEN_RUN: &str = "host=$1 port=$2; shift 2; for i in $(seq 100); do \
+     (exec 3<>/dev/tcp/$host/$port) 2>/dev/null && exec \"$@\"; sleep 0.1; done; \
+     echo \"no server on $host:$port after 100 tries\" >&2; exit 1";
+
+/// Runs the rest of the arguments with stdout and stderr into `$1`.
+const LOG_THEN_RUN: &str = "log=$1; shift; exec \"$@\" >\"$log\" 2>&1";
+
+/// How long `path run` gets to tear down after SIGTERM.
+const TERM_GRACE: Duration = Duration::from_secs(30);
+
+/// What to run.
+#[derive(Debug)]
+pub struct RunSpec<'a> {
+    /// The `rightsize` binary (absolute).
+    pub rightsize: &'a Path,
+    /// The path.
+    pub path: &'a LoadedPath,
+    /// The tuner's `--tune` text.
+    pub tuner: &'a str,
+    /// Bytes to move.
+    pub size: Bytes,
+    /// The run's directory (created; must not hold an earlier run).
+    pub dir: PathBuf,
+    /// When to give up on the run.
+    pub deadline: Duration,
+}
+
+/// What came of it.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Wall time of `path run`.
+    pub wall: Duration,
+    /// Its exit code.
+    pub exit_code: Option<i32>,
+    /// `path run`'s verdict: every fidelity check passed.
+    pub fidelity_valid: bool,
+    /// The checks that failed.
+    pub failed_checks: Vec<String>,
+    /// The verdict as `path run` wrote it.
+    pub fidelity: Option<Value>,
+    /// The numbers.
+    pub measured: Measured,
+    /// Why there are no (trustworthy) numbers.
+    pub error: Option<String>,
+}
+
+/// Runs it.
+pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
+    let dir = &run.dir;
+    let root = dir.join("root");
+    fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    for d in [dir, &root] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("cannot chmod {}", d.display()))?;
+    }
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let rightsize = s(run.rightsize);
+    let server: Vec<String> = [
+        "/bin/sh",
+        "-c",
+        LOG_THEN_RUN,
+        "sh",
+        &s(&dir.join("server.log")),
+        &rightsize,
+        "serve",
+        "--root",
+        &s(&root),
+        "--listen",
+        &format!("0.0.0.0:{PORT}"),
+        "--tune",
+        run.tuner,
+        "--telemetry-dir",
+        &s(dir),
+        "-q",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let spec_file = dir.join("spec.toml");
+    fs::write(&spec_file, run.path.for_run(&server)?)
+        .with_context(|| format!("cannot write {}", spec_file.display()))?;
+    let results = dir.join("path.json");
+    let client_json = dir.join("client.json");
+    let path_log = dir.join("path.log");
+    let mut command = Command::new(run.rightsize);
+    command
+        .args(["path", "run"])
+        .arg(&spec_file)
+        .arg("--results")
+        .arg(&results)
+        .args(["--", "bash", "-c", WAIT_THEN_RUN, "bash", "right"])
+        .arg(PORT.to_string())
+        .arg(run.rightsize)
+        .args([
+            "get",
+            &format!("ftp://right:{PORT}/.rightsize/zero/{}", run.size.0),
+            "-o",
+            "/dev/null",
+            "--tune",
+            run.tuner,
+            "--json",
+            "--telemetry",
+        ])
+        .arg(dir.join("client.jsonl"))
+        .stdin(Stdio::null())
+        .stdout(create(&client_json)?)
+        .stderr(create(&path_log)?);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {command:?}"))?;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if !timed_out && started.elapsed() > run.deadline {
+            // SIGTERM: path run stops the client and tears the path down.
+            timed_out = true;
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
+        if timed_out && started.elapsed() > run.deadline + TERM_GRACE {
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let wall = started.elapsed();
+    let mut outcome = Outcome {
+        wall,
+        exit_code: status.code(),
+        fidelity_valid: false,
+        failed_checks: Vec::new(),
+        fidelity: None,
+        measured: Measured::default(),
+        error: None,
+    };
+    let log_tail = || tail(&fs::read_to_string(&path_log).unwrap_or_default(), 4);
+    if timed_out {
+        outcome.error = Some(format!(
+            "stopped after {:.0} s (the run's deadline); {}",
+            run.deadline.as_secs_f64(),
+            log_tail()
+        ));
+        return Ok(outcome);
+    }
+    let results: Option<Value> = fs::read_to_string(&results)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let Some(results) = results else {
+        outcome.error = Some(format!(
+            "rightsize path run ({status}) wrote no results: {}",
+            log_tail()
+        ));
+        return Ok(outcome);
+    };
+    let (valid, failed) = record::fidelity_of(&results);
+    outcome.fidelity_valid = valid == Some(true);
+    outcome.failed_checks = failed;
+    outcome.fidelity = Some(results["fidelity"].clone());
+    let client_exit = results["exit_code"].as_i64();
+    if client_exit != Some(0) {
+        outcome.error = Some(format!(
+            "rightsize get exited {client_exit:?}: {}",
+            log_tail()
+        ));
+        return Ok(outcome);
+    }
+    let expected_exit = if outcome.fidelity_valid {
+        0
+    } else {
+        INVALID_RUN_EXIT
+    };
+    if status.code() != Some(expected_exit) {
+        outcome.error = Some(format!(
+            "rightsize path run exited {status} with a {} verdict: {}",
+            if outcome.fidelity_valid {
+                "valid"
+            } else {
+                "invalid"
+            },
+            log_tail()
+        ));
+        return Ok(outcome);
+    }
+    let client: Value = match fs::read_to_string(&client_json)
+        .ok()
+        .and_then(|t| serde_json::from_str(t.trim()).ok())
+    {
+        Some(v) => v,
+        None => {
+            outcome.error = Some(format!(
+                "{} is not the client's JSON report",
+                client_json.display()
+            ));
+            return Ok(outcome);
+        }
+    };
+    let server_telemetry = server_telemetry(dir);
+    outcome.measured = record::measure(&client, server_telemetry.as_deref(), run.tuner);
+    if !outcome.measured.problems.is_empty() {
+        outcome.error = Some(outcome.measured.problems.join("; "));
+    }
+    Ok(outcome)
+}
+
+fn create(path: &Path) -> anyhow::Result<fs::File> {
+    fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// The text of the server's telemetry of the transfer (`*-retr.jsonl`;
+/// the last by name if there were several).
+fn server_telemetry(dir: &Path) -> Option<String> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with("-retr.jsonl"))
+        .collect();
+    files.sort();
+    fs::read_to_string(files.last()?).ok()
+}
+
+/// The last `n` non-empty lines, joined with " | ".
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
