@@ -286,6 +286,10 @@ pub struct AppliedAction {
     /// The sysctl that capped it, when the kernel kept less than asked.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub clamped_by: Option<String>,
+    /// What was set instead of a request below the connection's floor of
+    /// a few segments (a window smaller than that stalls TCP), bytes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub raised_to_bytes: Option<u64>,
     /// Why it failed or was not done (a peer that cannot be told).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,

@@ -2,8 +2,12 @@
 //! tuner (`--tune`): building it for this end with the kernel's limits read
 //! now, and turning its settings into a socket request.
 
-use rightsize_core::tune::{Context, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use std::net::SocketAddr;
+
+use rightsize_core::tune::{Context, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::BufferRequest;
+use rightsize_sys::telemetry::Inbox;
 
 /// The tuner `spec` names, for this end of a data connection; the limits
 /// are the host's `/proc/sys` values as they are now.
@@ -30,4 +34,30 @@ pub fn request(base: &BufferRequest, settings: Settings) -> BufferRequest {
         request.window_clamp = Some(u32::try_from(b.get()).unwrap_or(u32::MAX));
     }
     request
+}
+
+/// Starts SOBAS's probes towards the peer's responder at `peer` if the
+/// receiving tuner reads them (`inputs`): packet trains for a capacity
+/// estimate, and with `udp_probes` the probe stream. Their results go to
+/// the tuner through `inbox`; a prober that cannot start is `None` (the
+/// tuner then sizes without them) with the reason.
+pub fn start_prober(
+    inputs: Inputs,
+    peer: SocketAddr,
+    inbox: &Inbox,
+) -> Result<Option<Prober>, ProbeError> {
+    if !inputs.trains && !inputs.udp_probes {
+        return Ok(None);
+    }
+    let to_tuner = inbox.clone();
+    let sink = Box::new(move |event: ProbeEvent| {
+        if let Some(event) = event.tuner_event() {
+            to_tuner.event(event);
+        }
+    });
+    let options = ProberOptions {
+        udp_probes: inputs.udp_probes,
+        ..ProberOptions::default()
+    };
+    Prober::start(peer, inbox.opened(), sink, options).map(Some)
 }

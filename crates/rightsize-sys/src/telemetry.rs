@@ -199,6 +199,9 @@ impl Inbox {
     }
 }
 
+// Events are rare (a few per RTT) and moved once: boxing would only add an
+// allocation per message.
+#[allow(clippy::large_enum_variant)]
 enum Msg {
     Event(Event),
     /// Sent by [`Monitor::finish`] and on drop: inbox clones held
@@ -220,6 +223,12 @@ pub struct Monitor {
 const BASE_INTERVAL: Duration = telemetry::DEFAULT_INTERVAL;
 /// The closest two tuner samples may be.
 const MIN_TUNER_GAP: Duration = Duration::from_millis(1);
+/// No buffer or clamp is set below this many of the connection's
+/// segments: a window under a few segments stalls TCP (silly-window
+/// avoidance waits for the persist timer). Tuners size in 1448-byte
+/// segments before they can know the MSS; loopback's is 65,483.
+const MIN_SEGMENTS: u64 = 4;
+
 /// Bounds of the peer-report period (half the smoothed RTT).
 const MIN_REPORT_EVERY: Duration = Duration::from_millis(10);
 const MAX_REPORT_EVERY: Duration = Duration::from_millis(250);
@@ -495,12 +504,34 @@ impl Worker {
             return;
         };
         let mut applied = Vec::with_capacity(decision.actions.len());
+        let floor = tcp_info::read(&self.socket).ok().map_or(0, |i| {
+            MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
+        });
         for action in &decision.actions {
-            let done = apply(&self.socket, *action, tuning.to_peer.as_mut());
+            let done = apply(&self.socket, *action, floor, tuning.to_peer.as_mut());
             if done.error.is_some() {
                 self.actions_failed += 1;
             }
             applied.push(done);
+        }
+        // Linux keeps the window clamp it computed for the old receive
+        // buffer when SO_RCVBUF is raised after the handshake, so the
+        // window would stay where it was (measured: drs and freebsd stuck
+        // near 64 KiB, 6-9 Mbit/s at 200 Mbit/s x 100 ms). Unless the tuner
+        // set the clamp itself, lift it to the new buffer; the kernel still
+        // offers no more window than the buffer's free space.
+        let sets_clamp = decision
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::SetWindowClamp(_)));
+        let raised = applied
+            .iter()
+            .filter(|a| a.action == "set_rcvbuf")
+            .filter_map(|a| a.applied_bytes)
+            .max();
+        if let (false, Some(buffer)) = (sets_clamp, raised) {
+            let clamp = Action::SetWindowClamp(Bytes(buffer));
+            applied.push(apply(&self.socket, clamp, floor, None));
         }
         if !decision.actions.is_empty()
             && let Ok(b) = socket::read_buffers(&self.socket)
@@ -589,10 +620,12 @@ fn settings_actions(settings: Settings) -> Vec<Action> {
     actions
 }
 
-/// Carries out one action on `socket` (or through `to_peer`).
+/// Carries out one action on `socket` (or through `to_peer`); sizes for
+/// the socket below `floor` bytes are raised to it.
 fn apply(
     socket: &TcpStream,
     action: Action,
+    floor: u64,
     to_peer: Option<&mut Box<dyn FnMut(ToPeer) + Send>>,
 ) -> AppliedAction {
     let (name, bytes) = match action {
@@ -606,7 +639,15 @@ fn apply(
         requested_bytes: bytes,
         applied_bytes: None,
         clamped_by: None,
+        raised_to_bytes: None,
         error: None,
+    };
+    let is_socket = !matches!(action, Action::TellPeer(_));
+    let bytes = if is_socket && bytes < floor {
+        done.raised_to_bytes = Some(floor);
+        floor
+    } else {
+        bytes
     };
     let buffer = |result: Result<socket::BufferApplied, socket::SocketError>,
                   done: &mut AppliedAction| match result {

@@ -38,8 +38,9 @@ struct Seen {
     peer_sizes: Vec<Bytes>,
 }
 
-/// Samples every 20 ms; at its third sample sets SO_RCVBUF to 100 KB, the
-/// clamp to 50 KB and tells the peer 100 KB.
+/// Samples every 20 ms; at its third sample sets SO_RCVBUF to 600 KB, the
+/// clamp to 300 KB and tells the peer 600 KB. Its first setting, 48 KB of
+/// send buffer, is below four loopback segments and gets raised.
 #[derive(Debug)]
 struct Scripted {
     seen: Arc<Mutex<Seen>>,
@@ -83,11 +84,11 @@ impl Tuner for Scripted {
                     return Decision::act(
                         "done",
                         vec![
-                            Action::SetRcvBuf(Bytes(100_000)),
-                            Action::SetWindowClamp(Bytes(50_000)),
-                            Action::TellPeer(Bytes(100_000)),
+                            Action::SetRcvBuf(Bytes(600_000)),
+                            Action::SetWindowClamp(Bytes(300_000)),
+                            Action::TellPeer(Bytes(600_000)),
                         ],
-                        Bytes(100_000),
+                        Bytes(600_000),
                         "third sample",
                     );
                 }
@@ -151,9 +152,15 @@ fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
         }),
     )
     .expect("start the monitor");
-    // after_connect is in force when start returns.
+    // after_connect is in force when start returns, raised to the floor of
+    // four segments (loopback's MSS is about 64 KiB).
+    let mss = rightsize_sys::tcp_info::read(&client)
+        .expect("TCP_INFO")
+        .snd_mss_bytes;
+    let floor = 4 * u64::from(mss);
+    assert!(floor > 48_000, "loopback MSS {mss}");
     let sndbuf = rightsize_sys::socket::read_buffers(&client).expect("read");
-    assert_eq!(sndbuf.sndbuf_bytes, 96_000);
+    assert_eq!(sndbuf.sndbuf_bytes, 2 * floor);
     let inbox = monitor.inbox().expect("an inbox while running");
     inbox.peer(Some(PeerInfo::default()), Some(Bytes(123_456)));
     std::thread::sleep(Duration::from_millis(150));
@@ -165,19 +172,19 @@ fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
     assert!(seen.samples.windows(2).all(|w| w[0].0 < w[1].0));
     assert!(seen.samples[0].0 >= Duration::from_millis(20));
     // The fourth sample reads back what the third decision set.
-    assert_eq!(seen.samples[3].1, Some(200_000));
+    assert_eq!(seen.samples[3].1, Some(1_200_000));
     assert_eq!(seen.peer_sizes, vec![Bytes(123_456)]);
     assert_eq!(
         *told.lock().expect("lock"),
-        vec![ToPeer::Size(Bytes(100_000))]
+        vec![ToPeer::Size(Bytes(600_000))]
     );
 
     let tuner = finished.tuner.expect("a tuner summary");
     assert_eq!((tuner.name, tuner.state), ("scripted", "done"));
     assert_eq!(tuner.decisions, 3, "setup, peer note, the action");
     assert_eq!(tuner.actions_failed, 0);
-    assert_eq!(finished.buffers.peak_rcvbuf_bytes, 200_000);
-    assert_eq!(finished.buffers.peak_sndbuf_bytes, 96_000);
+    assert_eq!(finished.buffers.peak_rcvbuf_bytes, 1_200_000);
+    assert_eq!(finished.buffers.peak_sndbuf_bytes, 2 * floor);
 
     let text = String::from_utf8(out.0.lock().expect("lock").clone()).expect("UTF-8");
     let decisions: Vec<serde_json::Value> = text
@@ -187,16 +194,18 @@ fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
         .collect();
     assert_eq!(decisions.len(), 3, "{text}");
     assert_eq!(decisions[0]["event"], "setup");
-    assert_eq!(decisions[0]["actions"][0]["applied_bytes"], 96_000);
+    assert_eq!(decisions[0]["actions"][0]["requested_bytes"], 48_000);
+    assert_eq!(decisions[0]["actions"][0]["raised_to_bytes"], floor);
+    assert_eq!(decisions[0]["actions"][0]["applied_bytes"], 2 * floor);
     let act = decisions
         .iter()
         .find(|d| d["reason"] == "third sample")
         .expect("the action line");
     assert_eq!(act["tuner"], "scripted");
-    assert_eq!(act["requested_bytes"], 100_000);
+    assert_eq!(act["requested_bytes"], 600_000);
     assert_eq!(act["actions"][0]["action"], "set_rcvbuf");
-    assert_eq!(act["actions"][0]["applied_bytes"], 200_000);
+    assert_eq!(act["actions"][0]["applied_bytes"], 1_200_000);
     assert_eq!(act["actions"][1]["action"], "set_window_clamp");
-    assert_eq!(act["actions"][1]["applied_bytes"], 50_000);
+    assert_eq!(act["actions"][1]["applied_bytes"], 300_000);
     assert_eq!(act["actions"][2]["action"], "tell_peer");
 }

@@ -149,7 +149,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ..BufferRequest::default()
     };
     config.tune = match &args.tune {
-        Some(spec) => Some(spec.clone()),
+        Some(spec) => Some(*spec),
         None if args.rcvbuf.is_some() || args.sndbuf.is_some() => None,
         None => Some(TunerSpec::Auto),
     };

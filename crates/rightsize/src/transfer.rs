@@ -186,7 +186,7 @@ impl TransferArgs {
     /// The tuner: `--tune`, else auto unless buffers are fixed by hand.
     fn tune(&self) -> Option<TunerSpec> {
         match &self.tune {
-            Some(spec) => Some(spec.clone()),
+            Some(spec) => Some(*spec),
             None if self.rcvbuf.is_some()
                 || self.sndbuf.is_some()
                 || self.window_clamp.is_some() =>

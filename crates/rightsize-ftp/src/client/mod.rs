@@ -250,6 +250,10 @@ pub struct TuningReport {
     /// Whether the in-transfer extension was on (a rightsize server that
     /// took `OPTS RIGHTSIZE ON`).
     pub extension: bool,
+    /// In-transfer commands sent to the server (`SBUF`, `RINF`).
+    pub sent_to_peer: u32,
+    /// Notices read from the server and handed to the tuner.
+    pub received_from_peer: u32,
     /// What the server said in-transfer that was ignored, and why.
     pub ignored: Vec<String>,
     /// Why the telemetry file stopped early, if it did (the transfer

@@ -37,11 +37,23 @@ pub(crate) struct Exchange {
     answered: AtomicU32,
     /// The server refused one: send no more.
     refused: AtomicBool,
+    /// Notices read and handed to the tuner.
+    received: AtomicU32,
     /// Why notices were ignored.
     ignored: Mutex<Vec<String>>,
 }
 
 impl Exchange {
+    /// In-transfer commands sent.
+    pub(crate) fn sent(&self) -> u32 {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Notices handed to the tuner.
+    pub(crate) fn received(&self) -> u32 {
+        self.received.load(Ordering::SeqCst)
+    }
+
     /// Replies still owed to in-transfer commands.
     pub(crate) fn owed(&self) -> u32 {
         self.sent
@@ -161,10 +173,13 @@ fn pump(
         // Hand out what is complete first.
         while let Some(next) = input.next() {
             match next {
-                Ok(Incoming::Notice(Ok(message))) => match message {
-                    PeerMessage::Size(bytes) => inbox.peer(None, Some(Bytes(bytes))),
-                    PeerMessage::Info(info) => inbox.peer(Some(info), None),
-                },
+                Ok(Incoming::Notice(Ok(message))) => {
+                    exchange.received.fetch_add(1, Ordering::SeqCst);
+                    match message {
+                        PeerMessage::Size(bytes) => inbox.peer(None, Some(Bytes(bytes))),
+                        PeerMessage::Info(info) => inbox.peer(Some(info), None),
+                    }
+                }
                 Ok(Incoming::Notice(Err(e))) => {
                     exchange.note(format!(
                         "a malformed notice from the server was ignored: {e}"

@@ -11,8 +11,12 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 
 use rightsize_core::checksum::{self, Algorithm};
 use rightsize_core::ftp::command::OptsCommand;
+use std::num::NonZeroU16;
+
+use rightsize_core::ftp::rightsize::server_udp_port;
 use rightsize_core::ftp::{Capability, Command, Reply, RightsizeOpts, Token};
 use rightsize_core::url::{FtpUrl, Host};
+use rightsize_sys::probe::Responder;
 use rightsize_sys::socket::{self, BufferRequest};
 
 use super::control::{self, Control, arg};
@@ -28,6 +32,10 @@ pub(crate) struct Session<S> {
     /// The server took `OPTS RIGHTSIZE ON`: sizes and reports flow during
     /// transfers, both ways.
     pub(crate) rightsize: bool,
+    /// The server's UDP probe responder, if it named one.
+    pub(crate) server_probe_port: Option<u16>,
+    /// Ours, for a receiving server's probes.
+    responder: Option<Responder>,
 }
 
 /// Resolves the URL's host and opens the control connection.
@@ -85,6 +93,42 @@ impl Session<TcpStream> {
             observer,
         )
     }
+
+    /// Turns the RIGHTSIZE extension on if the server offers it (README,
+    /// "Protocol: the RIGHTSIZE extension"); a refusal only leaves it off.
+    pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
+        let offered = self
+            .features
+            .rightsize()
+            .is_some_and(|f| f.has(Capability::Sbuf) && f.has(Capability::Info));
+        if !offered {
+            return Ok(());
+        }
+        let udp_port = self.bind_responder();
+        let opts = Command::Opts(OptsCommand::Rightsize(RightsizeOpts::On { udp_port }));
+        let reply = self.control.command(&opts, observer)?;
+        if reply.code() == 200 {
+            self.rightsize = true;
+            self.control.input().notices = true;
+            self.server_probe_port = server_udp_port(&reply).map(NonZeroU16::get);
+        } else {
+            observer.warning(&format!(
+                "the server offers RIGHTSIZE but answered {reply}; tuning this end alone"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A UDP responder for the server's probes (a receiving server's
+    /// tuner may want packet trains), answering only the server's address.
+    fn bind_responder(&mut self) -> Option<NonZeroU16> {
+        let local = self.control.stream().local_addr().ok()?;
+        let server = self.control.server().ip();
+        let responder = Responder::bind(SocketAddr::new(local.ip(), 0), server).ok()?;
+        let port = NonZeroU16::new(responder.port());
+        self.responder = Some(responder);
+        port
+    }
 }
 
 impl<S: Read + Write> Session<S> {
@@ -106,30 +150,9 @@ impl<S: Read + Write> Session<S> {
             control,
             features,
             rightsize: false,
+            server_probe_port: None,
+            responder: None,
         })
-    }
-
-    /// Turns the RIGHTSIZE extension on if the server offers it (README,
-    /// "Protocol: the RIGHTSIZE extension"); a refusal only leaves it off.
-    pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
-        let offered = self
-            .features
-            .rightsize()
-            .is_some_and(|f| f.has(Capability::Sbuf) && f.has(Capability::Info));
-        if !offered {
-            return Ok(());
-        }
-        let opts = Command::Opts(OptsCommand::Rightsize(RightsizeOpts::On { udp_port: None }));
-        let reply = self.control.command(&opts, observer)?;
-        if reply.code() == 200 {
-            self.rightsize = true;
-            self.control.input().notices = true;
-        } else {
-            observer.warning(&format!(
-                "the server offers RIGHTSIZE but answered {reply}; tuning this end alone"
-            ));
-        }
-        Ok(())
     }
 
     /// The remote file's size from `SIZE` (RFC 3659 4), `None` if refused.

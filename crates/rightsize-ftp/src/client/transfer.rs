@@ -21,6 +21,7 @@ use rightsize_core::ftp::{Command, Reply};
 use rightsize_core::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
 use rightsize_core::tune::{Peer, Role, Tuner};
 use rightsize_core::url::FtpUrl;
+use rightsize_sys::probe::Prober;
 use rightsize_sys::socket::{Applied, BufferApplied, BufferRequest};
 use rightsize_sys::telemetry::{Monitor, TelemetryOut, Tuning};
 
@@ -316,6 +317,9 @@ struct DataConn {
     /// and the count of in-transfer commands and replies.
     pump: Option<Pump>,
     exchange: Option<Arc<Exchange>>,
+    /// Packet trains and the probe stream towards the server, for a
+    /// receiving tuner that reads them.
+    prober: Option<Prober>,
 }
 
 /// What is left of a data connection once it is closed.
@@ -420,6 +424,7 @@ fn open_data(
         )),
         None => None,
     };
+    let inputs = tuner.as_ref().map(|t| t.inputs());
     let tuning = tuner.map(|tuner| Tuning {
         tuner,
         control: control.try_clone().ok(),
@@ -428,6 +433,20 @@ fn open_data(
     });
     let bytes = Arc::new(AtomicU64::new(0));
     let monitor = Monitor::start(&stream, Arc::clone(&bytes), telemetry, tuning)?;
+    let probe_to = session
+        .server_probe_port
+        .filter(|_| role == Role::Receiver)
+        .map(|port| SocketAddr::new(server.ip(), port));
+    let prober = match (probe_to, monitor.inbox(), inputs) {
+        (Some(to), Some(inbox), Some(inputs)) => match tuning::start_prober(inputs, to, &inbox) {
+            Ok(prober) => prober,
+            Err(e) => {
+                observer.warning(&format!("no UDP probes to {to}: {e}; tuning without them"));
+                None
+            }
+        },
+        _ => None,
+    };
     let pump = match (&exchange, monitor.inbox()) {
         (Some(exchange), Some(inbox)) => {
             let reader = control_clone(session.control.stream(), server)?;
@@ -457,6 +476,7 @@ fn open_data(
         bytes,
         pump,
         exchange,
+        prober,
     })
 }
 
@@ -537,6 +557,7 @@ impl DataConn {
         observer: &mut dyn Observer,
     ) -> Result<DataDone, ClientError> {
         let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
+        drop(self.prober);
         // The monitor first: after it, nothing more is sent in-transfer.
         let finished = self.monitor.finish().ok();
         drop(self.stream);
@@ -580,6 +601,8 @@ impl DataConn {
             buffers: finished.buffers,
             tuner: finished.tuner,
             extension: session.rightsize,
+            sent_to_peer: exchange.sent(),
+            received_from_peer: exchange.received(),
             ignored: exchange.ignored(),
             telemetry_error: finished.telemetry_error,
         });

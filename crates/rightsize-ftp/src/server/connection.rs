@@ -23,10 +23,14 @@ use rightsize_core::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
 
-use rightsize_core::ftp::PeerMessage;
+use rightsize_core::ftp::command::OptsCommand;
+use rightsize_core::ftp::{Command, PeerMessage, RightsizeOpts};
 use rightsize_core::tune::{Peer, Role, Tuner};
 use rightsize_core::units::Bytes;
+use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
+
+use crate::tuning;
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::host::FsHost;
@@ -70,6 +74,9 @@ struct Conn {
     events: SyncSender<Event>,
     running: Option<Running>,
     transfers: u64,
+    /// Echoes the client's probes and sends it packet trains, once it
+    /// asked with `OPTS RIGHTSIZE ON UDP=<port>`.
+    responder: Option<Responder>,
 }
 
 /// Serves one control connection to its end. `slot` is the connection's
@@ -113,6 +120,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         events,
         running: None,
         transfers: 0,
+        responder: None,
     };
     conn.shared.log(&format!("{peer}: connected"));
     if conn.act(vec![greeting]) {
@@ -188,8 +196,14 @@ impl Conn {
                 None => continue,
                 Some(LineEvent::Line(line)) => {
                     *last_line = Instant::now();
-                    self.session
-                        .handle(parse(&line), &mut self.host, now_unix())
+                    let command = parse(&line);
+                    if let Ok(Command::Opts(OptsCommand::Rightsize(RightsizeOpts::On {
+                        udp_port: Some(_),
+                    }))) = &command
+                    {
+                        self.bind_responder();
+                    }
+                    self.session.handle(command, &mut self.host, now_unix())
                 }
                 Some(LineEvent::TooLong) => self.session.line_too_long(),
             };
@@ -272,7 +286,15 @@ impl Conn {
             connect_timeout: self.shared.config.data_connect_timeout,
             idle_timeout: self.shared.config.data_idle_timeout,
         };
+        let probe_to = self
+            .session
+            .client_probe_port()
+            .filter(|_| role == Role::Receiver)
+            .map(|port| SocketAddr::new(self.peer.ip(), port));
         let mut tuning = tuner.map(|tuner| self.tuning(tuner, role, peer));
+        let inputs = tuning.as_ref().map(|t| t.tuner.inputs());
+        let probe_log = Arc::clone(&self.shared);
+        let client = self.peer;
         self.transfers += 1;
         let log = TransferLog::new(
             Arc::clone(&self.shared),
@@ -296,6 +318,7 @@ impl Conn {
             .spawn(move || {
                 let progress = Arc::new(Progress::default());
                 let mut monitor = None;
+                let mut prober = None;
                 let slot = |inbox: Option<Inbox>| {
                     *thread_inbox.lock().unwrap_or_else(PoisonError::into_inner) = inbox;
                 };
@@ -307,10 +330,18 @@ impl Conn {
                     &progress,
                     &mut |socket| {
                         monitor = log.start(socket, &progress, tuning.take());
-                        slot(monitor.as_ref().and_then(Monitor::inbox));
+                        let inbox = monitor.as_ref().and_then(Monitor::inbox);
+                        if let (Some(inbox), Some(inputs), Some(to)) = (&inbox, inputs, probe_to) {
+                            match tuning::start_prober(inputs, to, inbox) {
+                                Ok(p) => prober = p,
+                                Err(e) => probe_log.log(&format!("{client}: no probes: {e}")),
+                            }
+                        }
+                        slot(inbox);
                     },
                     &|| control_open(&control),
                 );
+                drop(prober);
                 slot(None);
                 // Stopped before TransferDone is sent: every notice of the
                 // monitor is in the channel ahead of the 226.
@@ -342,6 +373,28 @@ impl Conn {
             control: self.control.try_clone().ok(),
             report_info: role == Role::Sender && to_peer.is_some(),
             to_peer,
+        }
+    }
+
+    /// A UDP responder for the client's probes, on the control
+    /// connection's local address, answering only the client's address;
+    /// the session's reply to the OPTS then names its port.
+    fn bind_responder(&mut self) {
+        if self.responder.is_some() {
+            return;
+        }
+        let local = match self.control.local_addr() {
+            Ok(addr) => SocketAddr::new(addr.ip(), 0),
+            Err(_) => return,
+        };
+        match Responder::bind(local, self.peer.ip()) {
+            Ok(responder) => {
+                self.session.set_probe_port(Some(responder.port()));
+                self.responder = Some(responder);
+            }
+            Err(e) => self
+                .shared
+                .log(&format!("{}: no UDP probe responder: {e}", self.peer)),
         }
     }
 
