@@ -183,14 +183,9 @@ impl Inbox {
         })));
     }
 
-    /// Any other event; its `at` should come from [`Inbox::elapsed`].
+    /// Any other event; its `at` counts from [`Inbox::opened`].
     pub fn event(&self, event: Event) {
         let _ = self.tx.send(Msg::Event(event));
-    }
-
-    /// Time since the monitor started (the tuner's clock).
-    pub fn elapsed(&self) -> Duration {
-        self.opened.elapsed()
     }
 
     /// When the monitor started.
@@ -326,7 +321,9 @@ impl Monitor {
     /// [`Finished::telemetry_error`]; the error is for a thread that died.
     pub fn finish(mut self) -> Result<Finished, TelemetryError> {
         let mut worker = self.stop_thread()?;
-        let (record, _) = worker.read(RecordKind::Final);
+        let at = worker.opened.elapsed();
+        let (buffers, info) = worker.observe(at);
+        let record = worker.record(RecordKind::Final, at, buffers, info.as_ref());
         worker.write("final", &record);
         let telemetry_error = worker.write_error.take().map(|e| {
             let mut text = e.to_string();
@@ -415,8 +412,9 @@ impl Worker {
             }
             let now = self.opened.elapsed();
             let tick = now >= next_tick;
-            let (record, info) = self.read(RecordKind::Sample);
+            let (buffers, info) = self.observe(now);
             if tick {
+                let record = self.record(RecordKind::Sample, now, buffers, info.as_ref());
                 self.write("sample", &record);
                 if let Ok(mut last) = self.last.lock() {
                     *last = Some(record);
@@ -432,7 +430,7 @@ impl Worker {
             }
             if tuner_due.is_some_and(|at| now >= at) || tick {
                 last_tuner_sample = Some(now);
-                self.feed_sample(now, info);
+                self.feed_sample(now, info, buffers);
             }
         }
     }
@@ -465,7 +463,12 @@ impl Worker {
     }
 
     /// Feeds a sample (and a fresh control-channel RTT first, if wanted).
-    fn feed_sample(&mut self, at: Duration, info: Option<TcpInfoSample>) {
+    fn feed_sample(
+        &mut self,
+        at: Duration,
+        info: Option<TcpInfoSample>,
+        buffers: Option<BufferReading>,
+    ) {
         let Some(tuning) = self.tuning.as_ref() else {
             return;
         };
@@ -481,7 +484,6 @@ impl Worker {
                 rtt: Duration::from_micros(u64::from(control_info.rtt_us)),
             }));
         }
-        let buffers = socket::read_buffers(&self.socket).ok().map(reading);
         self.feed(&Event::Sample(Sample {
             at,
             bytes: self.bytes.load(Ordering::Relaxed),
@@ -504,9 +506,17 @@ impl Worker {
             return;
         };
         let mut applied = Vec::with_capacity(decision.actions.len());
-        let floor = tcp_info::read(&self.socket).ok().map_or(0, |i| {
-            MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
-        });
+        let touches_socket = decision
+            .actions
+            .iter()
+            .any(|a| !matches!(a, Action::TellPeer(_)));
+        let floor = if touches_socket {
+            tcp_info::read(&self.socket).ok().map_or(0, |i| {
+                MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
+            })
+        } else {
+            0
+        };
         for action in &decision.actions {
             let done = apply(&self.socket, *action, floor, tuning.to_peer.as_mut());
             if done.error.is_some() {
@@ -554,19 +564,28 @@ impl Worker {
         self.write("decision", &line);
     }
 
-    /// Reads the socket now; a failed reading becomes absent fields.
-    fn read(&mut self, kind: RecordKind) -> (Record, Option<TcpInfoSample>) {
-        let elapsed = self.opened.elapsed();
-        let bytes = self.bytes.load(Ordering::Relaxed);
+    /// Reads the socket's buffers (counted in the stats) and `TCP_INFO`
+    /// now; a failed reading is `None`.
+    fn observe(&mut self, at: Duration) -> (Option<BufferReading>, Option<TcpInfoSample>) {
         let buffers = socket::read_buffers(&self.socket).ok().map(reading);
         if let Some(b) = buffers {
-            self.stats.observe(elapsed, b);
+            self.stats.observe(at, b);
         }
-        let info = tcp_info::read(&self.socket).ok();
-        let record = self
-            .recorder
-            .record(kind, elapsed, bytes, buffers, info.as_ref());
-        (record, info)
+        (buffers, tcp_info::read(&self.socket).ok())
+    }
+
+    /// A telemetry record of a reading taken `at`; only telemetry ticks and
+    /// the final reading make one, so each sample line's goodput covers
+    /// one interval whatever the tuner's wake-ups.
+    fn record(
+        &mut self,
+        kind: RecordKind,
+        at: Duration,
+        buffers: Option<BufferReading>,
+        info: Option<&TcpInfoSample>,
+    ) -> Record {
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        self.recorder.record(kind, at, bytes, buffers, info)
     }
 
     /// Writes one line; after a failure the file gets no more lines.
