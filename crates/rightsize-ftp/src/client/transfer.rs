@@ -73,31 +73,19 @@ pub fn get(
 
     let retr = Command::Retr(arg(path, "path")?);
     let mut data = open_data(&mut session, &retr, path, Role::Receiver, options, observer)?;
-    let started = Instant::now();
-    let mut bytes = 0u64;
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         let n = match data.stream.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(data.io_error("read", e, bytes, options)),
+            Err(e) => return Err(data.io_error("read", e, options)),
         };
         let piece = &chunk[..n];
         sink.write_all(piece)?;
-        if let Some(c) = checksum.as_mut() {
-            c.update(piece);
-        }
-        bytes += n as u64;
-        data.moved(bytes);
-        observer.progress(&Progress {
-            bytes,
-            elapsed: started.elapsed(),
-            expected_bytes,
-            socket: &data.stream,
-        });
+        data.passed(piece, &mut checksum, expected_bytes, observer);
     }
-    let elapsed = started.elapsed();
+    let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(&mut session, observer)?;
     if let Some(size_bytes) = expected_bytes.filter(|&size| size != bytes) {
         return Err(ClientError::ShortTransfer {
@@ -162,8 +150,6 @@ pub fn put(
 
     let stor = Command::Stor(arg(&path, "path")?);
     let mut data = open_data(&mut session, &stor, &path, Role::Sender, options, observer)?;
-    let started = Instant::now();
-    let mut bytes = 0u64;
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         let n = match file.read(&mut chunk) {
@@ -174,28 +160,18 @@ pub fn put(
         };
         let piece = &chunk[..n];
         if let Err(e) = data.stream.write_all(piece) {
-            return Err(data.io_error("write", e, bytes, options));
+            return Err(data.io_error("write", e, options));
         }
-        if let Some(c) = checksum.as_mut() {
-            c.update(piece);
-        }
-        bytes += n as u64;
-        data.moved(bytes);
-        observer.progress(&Progress {
-            bytes,
-            elapsed: started.elapsed(),
-            expected_bytes,
-            socket: &data.stream,
-        });
+        data.passed(piece, &mut checksum, expected_bytes, observer);
     }
     // End of file in stream mode is the close (RFC 959 3.4.1). Waiting for
     // the server's close too means every byte was acknowledged, so the
     // elapsed time and the final TCP_INFO cover the whole transfer.
     if let Err(e) = data.stream.shutdown(Shutdown::Write) {
-        return Err(data.io_error("shutdown", e, bytes, options));
+        return Err(data.io_error("shutdown", e, options));
     }
     drain(&mut data.stream);
-    let elapsed = started.elapsed();
+    let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(&mut session, observer)?;
     let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
     let server = session.control.server();
@@ -311,8 +287,10 @@ struct DataConn {
     early_completion: Option<Reply>,
     /// Samples the socket, runs the tuner and writes the telemetry.
     monitor: Monitor,
-    /// Payload bytes moved, for the monitor.
+    /// Payload bytes moved, shared with the monitor.
     bytes: Arc<AtomicU64>,
+    /// When the data connection became usable.
+    started: Instant,
     /// With the RIGHTSIZE extension on: the control connection's reader
     /// and the count of in-transfer commands and replies.
     pump: Option<Pump>,
@@ -474,6 +452,7 @@ fn open_data(
         early_completion,
         monitor,
         bytes,
+        started: Instant::now(),
         pump,
         exchange,
         prober,
@@ -520,24 +499,40 @@ fn open_telemetry(
 }
 
 impl DataConn {
-    /// Tells the monitor how many payload bytes have moved.
-    fn moved(&self, bytes: u64) {
-        self.bytes.store(bytes, Ordering::Relaxed);
+    /// Payload bytes moved so far.
+    fn moved(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
     }
 
-    fn io_error(
+    /// Counts a piece that crossed the data connection: the checksum, the
+    /// byte count the monitor reads, and a progress report.
+    fn passed(
         &self,
-        op: &'static str,
-        e: io::Error,
-        bytes: u64,
-        options: &Options,
-    ) -> ClientError {
+        piece: &[u8],
+        checksum: &mut Option<Checksum>,
+        expected_bytes: Option<u64>,
+        observer: &mut dyn Observer,
+    ) {
+        if let Some(c) = checksum.as_mut() {
+            c.update(piece);
+        }
+        let bytes =
+            self.bytes.fetch_add(piece.len() as u64, Ordering::Relaxed) + piece.len() as u64;
+        observer.progress(&Progress {
+            bytes,
+            elapsed: self.started.elapsed(),
+            expected_bytes,
+            socket: &self.stream,
+        });
+    }
+
+    fn io_error(&self, op: &'static str, e: io::Error, options: &Options) -> ClientError {
         if is_timeout(&e) {
             ClientError::DataTimeout {
                 peer: self.peer,
                 verb: self.verb,
                 path: self.path.clone(),
-                bytes,
+                bytes: self.moved(),
                 timeout: options.idle_timeout,
             }
         } else {
