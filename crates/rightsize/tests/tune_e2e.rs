@@ -96,10 +96,10 @@ fn every_tuner_moves_a_file_through_serve_get_and_put() {
             "{report}"
         );
         let lines = std::fs::read_to_string(&client_log).unwrap();
-        assert!(
-            lines.contains("\"tune\":\"") || lines.contains(name),
-            "{lines}"
-        );
+        let header = lines.lines().next().unwrap_or_default();
+        assert!(header.contains(&format!("\"tune\":\"{name}\"")), "{header}");
+        let last = lines.lines().last().unwrap_or_default();
+        assert!(last.contains("\"kind\":\"final\""), "{last}");
 
         let put = rightsize(&[
             "put",
