@@ -241,6 +241,9 @@ struct Worker {
     decisions: u32,
     actions_failed: u32,
     last_control_rtt: Option<u32>,
+    /// The tuner set `TCP_WINDOW_CLAMP` on this connection: the clamp is
+    /// its own, and raising `SO_RCVBUF` must not lift it.
+    tuner_clamps: bool,
     opened: Instant,
     last: Arc<Mutex<Option<Record>>>,
 }
@@ -290,6 +293,7 @@ impl Monitor {
             decisions: 0,
             actions_failed: 0,
             last_control_rtt: None,
+            tuner_clamps: false,
             opened,
             last: Arc::clone(&last),
         };
@@ -528,12 +532,16 @@ impl Worker {
         // buffer when SO_RCVBUF is raised after the handshake, so the
         // window would stay where it was (measured: drs and freebsd stuck
         // near 64 KiB, 6-9 Mbit/s at 200 Mbit/s x 100 ms). Unless the tuner
-        // set the clamp itself, lift it to the new buffer; the kernel still
-        // offers no more window than the buffer's free space.
-        let sets_clamp = decision
+        // ever set the clamp itself (then the clamp is its window, and
+        // lifting it let `auto`'s window jump by the memory's margin into
+        // the bottleneck queue: 30 losses, measured), lift it to the new
+        // buffer; the kernel still offers no more window than the buffer's
+        // free space.
+        self.tuner_clamps |= decision
             .actions
             .iter()
             .any(|a| matches!(a, Action::SetWindowClamp(_)));
+        let sets_clamp = self.tuner_clamps;
         let raised = applied
             .iter()
             .filter(|a| a.action == "set_rcvbuf")

@@ -151,8 +151,8 @@ fn trains_give_a_positive_capacity() {
         assert_eq!(trains.len(), TRAINS, "{events:#?}");
         let mut rates = Vec::new();
         for t in &trains {
-            // Ten full 1,500-byte IPv4 packets after the first.
-            assert_eq!(t.bytes, 15_000, "{t:?}");
+            // Forty-seven full 1,500-byte IPv4 packets after the first.
+            assert_eq!(t.bytes, 70_500, "{t:?}");
             assert!(t.dispersion > Duration::ZERO && t.dispersion < Duration::from_secs(1));
             rates.push(t.bytes as f64 * 8.0 / t.dispersion.as_secs_f64() / 1e9);
         }

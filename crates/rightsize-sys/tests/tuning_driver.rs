@@ -209,3 +209,94 @@ fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
     assert_eq!(act["actions"][1]["applied_bytes"], 300_000);
     assert_eq!(act["actions"][2]["action"], "tell_peer");
 }
+
+/// Clamps the window after the handshake, then at its first sample raises
+/// only `SO_RCVBUF`: the clamp is its own and must stay.
+#[derive(Debug)]
+struct ClampsThenGrows {
+    samples: u32,
+}
+
+impl Tuner for ClampsThenGrows {
+    fn name(&self) -> &'static str {
+        "clamps-then-grows"
+    }
+
+    fn state(&self) -> &'static str {
+        "running"
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            pre_handshake: Settings::default(),
+            after_connect: Settings {
+                rcvbuf: Some(Bytes(400_000)),
+                window_clamp: Some(Bytes(300_000)),
+                ..Settings::default()
+            },
+        }
+    }
+
+    fn inputs(&self) -> Inputs {
+        Inputs::default()
+    }
+
+    fn on_event(&mut self, event: &Event) -> Decision {
+        if !matches!(event, Event::Sample(_)) {
+            return Decision::none();
+        }
+        self.samples += 1;
+        if self.samples != 1 {
+            return Decision::none();
+        }
+        Decision::act(
+            "running",
+            vec![Action::SetRcvBuf(Bytes(900_000))],
+            Bytes(900_000),
+            "more memory, same window",
+        )
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        Some(Duration::from_millis(20) * (self.samples + 1))
+    }
+}
+
+#[test]
+fn a_clamp_the_tuner_set_is_not_lifted_when_it_raises_the_buffer() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let (_server, _) = listener.accept().expect("accept");
+    let monitor = Monitor::start(
+        &client,
+        Arc::new(AtomicU64::new(0)),
+        None,
+        Some(Tuning {
+            tuner: Box::new(ClampsThenGrows { samples: 0 }),
+            control: None,
+            to_peer: None,
+            report_info: false,
+        }),
+    )
+    .expect("start the monitor");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while rightsize_sys::socket::read_buffers(&client)
+        .expect("read")
+        .rcvbuf_bytes
+        < 1_800_000
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first sample's action never came"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let finished = monitor.finish().expect("finish");
+    assert_eq!(finished.tuner.expect("summary").actions_failed, 0);
+    let b = rightsize_sys::socket::read_buffers(&client).expect("read");
+    assert_eq!(b.rcvbuf_bytes, 1_800_000);
+    assert_eq!(
+        b.window_clamp_bytes, 300_000,
+        "the tuner's clamp was lifted"
+    );
+}

@@ -40,11 +40,10 @@ fn probe_and_train_sizes_follow_the_seed_and_the_mtu() {
         train_payload_bytes(100_000, IpVersion::V4),
         MAX_TRAIN_PACKET_BYTES
     );
-    // A default train is what the tuners' tests feed: 10 x 1,500 bytes
-    // after the first packet.
+    // A default train: 47 x 1,500 IP bytes after the first packet.
     let ip_bytes = u64::from(train_payload_bytes(DEFAULT_MTU_BYTES, IpVersion::V4))
         + IpVersion::V4.udp_overhead_bytes();
-    assert_eq!((u64::from(DEFAULT_TRAIN_PACKETS) - 1) * ip_bytes, 15_000);
+    assert_eq!((u64::from(DEFAULT_TRAIN_PACKETS) - 1) * ip_bytes, 70_500);
 }
 
 // ---- wire ----

@@ -37,7 +37,7 @@
 //!   only costs throughput); `W` goes to four estimated BDPs, stays above
 //!   the flow, and comes back once 128 RTTs pass without loss.
 //!
-//! Losses, one event per two RTTs: with an inflated RTT the queue
+//! Losses, one event per episode (losses less than two RTTs apart): with an inflated RTT the queue
 //! overflowed (`W` to rate x min-RTT); while ramping with a queue behind
 //! the window, the ramp's bursts were too big (below the estimate: the ramp
 //! slows by half) or the bandwidth is found (beyond it); with `W` well above
@@ -84,7 +84,7 @@ const RAMP_LEAD: f64 = 1.0 / 18.0;
 /// burst, not the bottleneck: the ramp pauses.
 const RAMP_PAUSE_BELOW: f64 = 0.8;
 /// Without an estimate, the window grows by this factor per RTT ...
-const RAMP_FACTOR: f64 = 1.25;
+const RAMP_FACTOR: f64 = 1.5;
 /// ... and from a known window, when the path got faster, by this one.
 const PROBE_FACTOR: f64 = 1.125;
 /// The window is kept this much above rate x min-RTT, at first.
@@ -117,7 +117,7 @@ const SATURATED: f64 = 0.8;
 /// A window more than this above the target counts as an overshoot.
 const OVERSHOOT: f64 = 1.0 / 8.0;
 /// `drain` looks every this many RTTs whether the queue emptied ...
-const DRAIN_RTTS: f64 = 2.0;
+const DRAIN_RTTS: f64 = 3.0;
 /// ... for at most this many rounds while the RTT keeps falling.
 const DRAIN_ROUNDS: u32 = 4;
 /// The RTT "stayed" when its least during a drain round is above this
@@ -128,11 +128,11 @@ const RTT_STAYED: f64 = 0.95;
 /// the loss rate is non-zero, and waiting costs: at a window near the BDP
 /// each loss halves the rate for seconds, where a deeper window would have
 /// kept the pipe full. A mistaken step-aside costs what `static` costs.
-const RANDOM_LOSSES: usize = 1;
+const RANDOM_LOSSES: usize = 3;
 const RANDOM_LOSS_RTTS: f64 = 256.0;
-/// Losses within this many RTTs of the start of an event belong to it
-/// (TCP too reduces once per round trip of losses; a window cut takes a
-/// round trip to show).
+/// Losses within this many RTTs of the previous one belong to the same
+/// event (TCP too reduces once per round trip of losses; a window cut
+/// takes a round trip to show; a recovery may go on for seconds).
 const LOSS_EVENT_RTTS: f64 = 2.0;
 /// At a full window, a standing queue below this share of the headroom
 /// means the bottleneck queue could not hold the headroom: the loss was
@@ -189,8 +189,9 @@ struct Auto {
     last_growth: Duration,
     last_sample: Option<Duration>,
     last_loss: Duration,
-    /// When the last loss event began.
-    loss_event: Option<Duration>,
+    /// When a loss was last seen (an episode lasts while losses keep
+    /// coming).
+    loss_seen: Option<Duration>,
     random_losses: VecDeque<Duration>,
     told: Option<Bytes>,
 }
@@ -219,7 +220,7 @@ impl Auto {
             last_growth: Duration::ZERO,
             last_sample: None,
             last_loss: Duration::ZERO,
-            loss_event: None,
+            loss_seen: None,
             random_losses: VecDeque::new(),
             told: None,
         }
@@ -381,6 +382,7 @@ impl Auto {
             limited,
             inflated: now > base * (1.0 + INFLATION) + floor,
             no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor,
+            empty: now <= base * (1.0 + self.headroom / 4.0) + floor,
             numbers: format!(
                 "rate {}, RTT {} (min {}, +{queue_pct:.0}%)",
                 show_rate(rate),
@@ -398,17 +400,9 @@ impl Auto {
         self.last_sample = Some(sample.at);
         let mut decision = self.use_capacity(sample.at);
         if decision.actions.is_empty() {
-            let steady = self.state == State::Cruise
-                && view.rtt.is_some_and(|rtt| {
-                    sample.at.saturating_sub(self.last_change) >= rtt.saturating_mul(4)
-                });
-            decision = self.memory.check(
-                &view,
-                self.applied,
-                self.last_change,
-                steady,
-                self.state.name(),
-            );
+            decision = self
+                .memory
+                .check(&view, self.applied, self.last_change, self.state.name());
         }
         if decision.actions.is_empty() {
             if let Some(r) = self.read(&view) {

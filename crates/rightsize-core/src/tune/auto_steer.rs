@@ -83,6 +83,11 @@ pub(super) struct Reading {
     pub(super) limited: bool,
     pub(super) inflated: bool,
     pub(super) no_queue: bool,
+    /// No queue worth a quarter of the headroom: only then does a full
+    /// window mean the path could carry more (at half the headroom, a
+    /// window 3% above the BDP read as "the path got faster" and the
+    /// probe overflowed a queue of a tenth of the BDP, measured).
+    pub(super) empty: bool,
     /// The numbers, for the decision record.
     pub(super) numbers: String,
 }
@@ -157,7 +162,7 @@ impl Auto {
                 let then = self.window_at(r.at.saturating_sub(r.rtt));
                 let converted =
                     r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom / 2.0) * then;
-                if r.limited && r.no_queue && converted && settled {
+                if r.limited && r.empty && converted && settled {
                     self.state = State::Startup {
                         ceiling: None,
                         ramp: Ramp::Times(PROBE_FACTOR),
@@ -265,13 +270,15 @@ impl Auto {
 
     pub(super) fn on_loss(&mut self, r: &Reading) -> Decision {
         self.last_loss = r.at;
-        let same_event = self
-            .loss_event
-            .is_some_and(|start| r.at.saturating_sub(start) < scaled(r.rtt, LOSS_EVENT_RTTS));
+        // One episode lasts while losses keep coming within two RTTs of the
+        // last: a recovery that goes on for seconds (an RTO after a burst
+        // of losses) is one event, not three "random" ones.
+        let previous = self.loss_seen.replace(r.at);
+        let same_event =
+            previous.is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, LOSS_EVENT_RTTS));
         if same_event {
             return Decision::none();
         }
-        self.loss_event = Some(r.at);
         if r.inflated {
             self.state = State::Cruise;
             self.obs.reset_btl_bw(r.at, r.rate);

@@ -257,11 +257,12 @@ fn first_window_then_the_clamp_is_put_back_when_the_kernel_replaces_it() {
         "the kernel's own scale is the largest"
     );
     assert_eq!(setup.after_connect.window_clamp, Some(Bytes(64 << 10)));
-    // 64 KiB of window at 0.5 per byte, plus 1/16: 69,632 bytes requested.
-    assert_eq!(setup.after_connect.rcvbuf, Some(Bytes(69_632)));
+    // 64 KiB of window at 0.6 per byte of the doubled request, plus 1/16:
+    // 58,027 bytes requested.
+    assert_eq!(setup.after_connect.rcvbuf, Some(Bytes(58_027)));
     auto.on_event(&control_rtt(0, 100));
-    // The kernel measured 0.89 and set the clamp to 0.89 x 139,264.
-    let d = auto.on_event(&read_back(20, 0, 123_944, 139_264, 65_536));
+    // The kernel measured 0.89 and set the clamp to 0.89 x 116,054.
+    let d = auto.on_event(&read_back(20, 0, 103_288, 116_054, 65_536));
     assert_eq!(
         d.actions[..2],
         [
@@ -282,9 +283,9 @@ fn first_window_then_the_clamp_is_put_back_when_the_kernel_replaces_it() {
         "{d:?}"
     );
     // A kernel that keeps replacing it is answered once per two RTTs.
-    let d = auto.on_event(&read_back(60, 0, 123_944, 78_238, 65_536));
+    let d = auto.on_event(&read_back(60, 0, 68_858, 78_238, 65_536));
     assert!(d.actions.is_empty(), "{d:?}");
-    let d = auto.on_event(&read_back(230, 0, 123_944, 78_238, 65_536));
+    let d = auto.on_event(&read_back(230, 0, 68_858, 78_238, 65_536));
     assert!(d.actions.contains(&Action::SetWindowClamp(Bytes(64 << 10))));
 }
 
