@@ -41,6 +41,9 @@ pub enum Command {
     /// Emulated WAN paths: two hosts in network namespaces joined by an emulated link.
     #[command(long_about = crate::path::PATH_ABOUT)]
     Path(crate::path::PathArgs),
+    /// Round-trip times over an FTP control connection (NOOP), like ping(8).
+    #[command(long_about = crate::ping::PING_ABOUT)]
+    Ping(crate::ping::PingArgs),
 }
 
 const GET_ABOUT: &str = "\

@@ -9,7 +9,9 @@ mod cli;
 mod cross;
 mod passwd;
 mod path;
+mod ping;
 mod serve;
+mod target;
 mod transfer;
 mod transfer_output;
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         cli::Command::Put(args) => transfer::run_put(&args),
         cli::Command::Passwd(args) => passwd::run(&args),
         cli::Command::Path(args) => path::run(args),
+        cli::Command::Ping(args) => ping::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -28,6 +28,7 @@ mod data;
 mod error;
 mod features;
 mod local;
+mod ping;
 mod pump;
 mod session;
 mod transfer;
@@ -48,6 +49,7 @@ use serde::Serialize;
 pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
+pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, put};
 
