@@ -7,3 +7,4 @@
 //! verdict that can be tested with literal values.
 
 pub mod rtt;
+pub mod tcp;
