@@ -44,6 +44,9 @@ pub enum Command {
     /// Round-trip times over an FTP control connection (NOOP), like ping(8).
     #[command(long_about = crate::ping::PING_ABOUT)]
     Ping(crate::ping::PingArgs),
+    /// A memory-to-memory throughput test against `rightsize serve`, like iperf3.
+    #[command(long_about = crate::test_cmd::TEST_ABOUT)]
+    Test(crate::test_cmd::TestArgs),
 }
 
 const GET_ABOUT: &str = "\

@@ -12,6 +12,7 @@ mod path;
 mod ping;
 mod serve;
 mod target;
+mod test_cmd;
 mod transfer;
 mod transfer_output;
 
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         cli::Command::Passwd(args) => passwd::run(&args),
         cli::Command::Path(args) => path::run(args),
         cli::Command::Ping(args) => ping::run(&args),
+        cli::Command::Test(args) => test_cmd::run(&args),
     };
     match result {
         Ok(code) => code,
