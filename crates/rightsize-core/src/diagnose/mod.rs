@@ -8,3 +8,4 @@
 
 pub mod rtt;
 pub mod tcp;
+pub mod verdict;
