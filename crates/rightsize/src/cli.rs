@@ -47,6 +47,9 @@ pub enum Command {
     /// A memory-to-memory throughput test against `rightsize serve`, like iperf3.
     #[command(long_about = crate::test_cmd::TEST_ABOUT)]
     Test(crate::test_cmd::TestArgs),
+    /// Say what limits one TCP stream to a rightsize server, and the settings that fix it.
+    #[command(long_about = crate::doctor::DOCTOR_ABOUT)]
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 const GET_ABOUT: &str = "\

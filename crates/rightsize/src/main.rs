@@ -7,6 +7,7 @@
 mod advise;
 mod cli;
 mod cross;
+mod doctor;
 mod passwd;
 mod path;
 mod ping;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         cli::Command::Path(args) => path::run(args),
         cli::Command::Ping(args) => ping::run(&args),
         cli::Command::Test(args) => test_cmd::run(&args),
+        cli::Command::Doctor(args) => doctor::run(&args),
     };
     match result {
         Ok(code) => code,
