@@ -246,6 +246,20 @@ fn run_facts(test: &TestRun) -> RunFacts {
         sender_rtt_us: test.samples.iter().filter_map(|s| s.rtt_us).collect(),
         peak_delivery_rate_bps: peak,
         fixed_buffers: test.tune != TunerSpec::Kernel,
+        sender_peak_sndbuf_bytes: match test.direction {
+            BenchDirection::Send => test
+                .bench
+                .report
+                .tuning
+                .as_ref()
+                .map(|t| t.buffers.peak_sndbuf_bytes),
+            BenchDirection::Receive => test
+                .bench
+                .report
+                .server_buffers
+                .as_ref()
+                .and_then(|b| b.peak_sndbuf_bytes),
+        },
     }
 }
 

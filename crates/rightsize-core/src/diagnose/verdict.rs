@@ -11,7 +11,12 @@
 //!    receiver's window scale if it was fixed too low at the handshake,
 //!    else by `tcp_rmem` max (kernel autotuning) or `rmem_max` (a fixed
 //!    `SO_RCVBUF`);
-//! 2. its `tcpi_sndbuf_limited` share of at least [`LIMITED_SHARE`]:
+//! 2. its `tcpi_sndbuf_limited` share of at least [`LIMITED_SHARE`], or,
+//!    under the kernel's autotuning, a send buffer that grew to `tcp_wmem`
+//!    max (at least [`AT_MAX`] of it) when that max is below twice the BDP
+//!    and goodput stayed below [`NEAR_CAPACITY`] of the capacity estimate
+//!    (Linux counts `sndbuf_limited` only while the flow is not
+//!    cwnd-limited, so a lossy small-buffer flow shows none):
 //!    **send-buffer limited**, by `tcp_wmem` max or `wmem_max` alike;
 //! 3. busy less than [`APP_BUSY_SHARE`] of the test: **application
 //!    limited** (the sender had nothing to send);
@@ -48,12 +53,14 @@ pub const APP_BUSY_SHARE: f64 = 0.5;
 pub const LOSS_RATE: f64 = 0.0005;
 /// RTT under load at least this much above the idle RTT (as a share of it)
 /// means a queue at the bottleneck built up.
-pub const QUEUE_INFLATION: f64 = 0.05;
+pub const QUEUE_INFLATION: f64 = 0.1;
 /// The least absolute RTT inflation that counts as a queue (below it is
 /// measurement noise: the emulator's and the kernel's timers).
-pub const QUEUE_INFLATION_FLOOR: Duration = Duration::from_millis(1);
+pub const QUEUE_INFLATION_FLOOR: Duration = Duration::from_millis(2);
 /// Goodput at least this share of the capacity estimate is "near capacity".
 pub const NEAR_CAPACITY: f64 = 0.9;
+/// A buffer at least this share of its cap has reached the cap.
+pub const AT_MAX: f64 = 0.95;
 /// MSS for the advice's Windows rounding (not used for Linux fixes).
 const MSS: u64 = 1460;
 
@@ -95,6 +102,8 @@ pub struct RunFacts {
     /// Whether the receiver's buffer was fixed by the application
     /// (`SO_RCVBUF`: rightsize's tuners other than `kernel`).
     pub fixed_buffers: bool,
+    /// The largest `SO_SNDBUF` the sender's socket reached, bytes.
+    pub sender_peak_sndbuf_bytes: Option<u64>,
 }
 
 /// Everything the verdict reads.
@@ -414,7 +423,20 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
             notes,
         );
     }
-    if let Some(share) = numbers.sndbuf_limited_share.filter(|&s| s >= LIMITED_SHARE) {
+    let near = capacity > 0.0 && goodput >= NEAR_CAPACITY * capacity;
+    let wmem_max = facts
+        .sender_host
+        .as_ref()
+        .and_then(|h| h.tcp_wmem)
+        .map(|t| t.max);
+    let sndbuf_at_max = match (run.sender_peak_sndbuf_bytes, wmem_max, bdp_bytes) {
+        (Some(peak), Some(max), Some(bdp)) if !run.fixed_buffers && !near => {
+            peak as f64 >= AT_MAX * max as f64 && max < 2 * bdp
+        }
+        _ => false,
+    };
+    let sndbuf_share = numbers.sndbuf_limited_share.filter(|&s| s >= LIMITED_SHARE);
+    if sndbuf_share.is_some() || sndbuf_at_max {
         let host = facts.sender_host.as_ref();
         let (setting, key) = if run.fixed_buffers {
             (
@@ -440,10 +462,19 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
                 sender_end.name()
             ));
         }
+        let how = match sndbuf_share {
+            Some(share) => format!("ran out of send buffer for {} of its busy time", pct(share)),
+            None => format!(
+                "kept its send buffer at its cap ({} bytes, below the 2 x BDP of {} bytes) and reached {} of the estimated {}",
+                opt_bytes(run.sender_peak_sndbuf_bytes),
+                opt_bytes(bdp_bytes.map(|b| 2 * b)),
+                pct(goodput / capacity.max(1.0)),
+                human_rate(capacity)
+            ),
+        };
         let summary = format!(
-            "the {} (sender) ran out of send buffer for {} of its busy time in the {} test ({}); limited by {setting}",
+            "the {} (sender) {how} in the {} test ({}); limited by {setting}",
             sender_end.name(),
-            pct(share),
             run.tune,
             human_rate(goodput),
         );
@@ -482,7 +513,6 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
     };
     let queue = inflation >= QUEUE_INFLATION
         && inflation_abs_us >= u64::try_from(QUEUE_INFLATION_FLOOR.as_micros()).unwrap_or(0);
-    let near = capacity > 0.0 && goodput >= NEAR_CAPACITY * capacity;
     let rtt_text = match (numbers.loaded_rtt_us, base_rtt_us) {
         (Some(l), Some(b)) => format!("RTT under load {} vs {} idle", ms(l), ms(b)),
         _ => "RTT under load unknown".into(),

@@ -40,6 +40,7 @@ fn run(tune: &str, goodput_mbit: f64, s: TcpSummary, rtts: Vec<u64>, peak_mbit: 
         sender_rtt_us: rtts,
         peak_delivery_rate_bps: Some((peak_mbit * 1e6) as u64),
         fixed_buffers: tune != "kernel",
+        sender_peak_sndbuf_bytes: Some(1 << 20),
     }
 }
 
@@ -190,8 +191,8 @@ fn a_small_tcp_wmem_on_the_sender_is_a_send_buffer_limit_with_its_fix() {
 
 #[test]
 fn losses_with_a_growing_rtt_are_congestion_at_a_shallow_queue() {
-    // The queue adds up to 4 ms (0.1 x BDP) before it drops.
-    let rtts: Vec<u64> = (0..20).map(|i| RTT_US + 200 * i).collect();
+    // The queue adds up to 10 ms (0.25 x BDP) before it drops.
+    let rtts: Vec<u64> = (0..20).map(|i| RTT_US + 500 * i).collect();
     let kernel = run(
         "kernel",
         38.0,
@@ -308,4 +309,45 @@ impl DoctorFacts {
         self.kernel = kernel;
         self
     }
+}
+
+#[test]
+fn a_send_buffer_stuck_at_tcp_wmem_max_is_a_send_buffer_limit_even_without_the_chrono() {
+    // Linux counts sndbuf_limited only while not cwnd-limited: a lossy
+    // small-buffer flow shows 0% (seen on an emulated path).
+    let mut client = host(4 << 20, 4 << 20);
+    client.tcp_wmem = Some(BufferTriple {
+        min: 4096,
+        default: 16_384,
+        max: 65_536,
+    });
+    let mut kernel = run(
+        "kernel",
+        17.5,
+        sender(5.0, 0.0, 0.0, 11_000_000, 300_000),
+        vec![RTT_US + 8_000; 20],
+        18.0,
+    );
+    kernel.sender_peak_sndbuf_bytes = Some(65_536);
+    let v = diagnose(&facts(
+        kernel.clone(),
+        fine_auto(),
+        client.clone(),
+        host(4 << 20, 4 << 20),
+    ));
+    assert_eq!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
+    assert!(
+        v.summary.contains("kept its send buffer at its cap"),
+        "{}",
+        v.summary
+    );
+    // With a max above 2 x BDP the same numbers are not a buffer limit.
+    client.tcp_wmem = Some(BufferTriple {
+        min: 4096,
+        default: 16_384,
+        max: 4 << 20,
+    });
+    kernel.sender_peak_sndbuf_bytes = Some(4 << 20);
+    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
 }
