@@ -20,13 +20,17 @@
 //!    **send-buffer limited**, by `tcp_wmem` max or `wmem_max` alike;
 //! 3. busy less than [`APP_BUSY_SHARE`] of the test: **application
 //!    limited** (the sender had nothing to send);
-//! 4. retransmitted bytes at least [`LOSS_RATE`] of those sent: with the
-//!    smoothed RTT under load (90th percentile) at least
-//!    [`QUEUE_INFLATION`] above the idle RTT and goodput below
-//!    [`NEAR_CAPACITY`] of the capacity estimate, **congestion limited**
-//!    (a queue at the bottleneck filled and dropped); without that
-//!    inflation, **loss on an idle path**; with that goodput, near
-//!    capacity;
+//! 4. retransmitted bytes at least [`LOSS_RATE`] of those sent and goodput
+//!    below [`NEAR_CAPACITY`] of the capacity estimate: compared with what
+//!    a loss-based stream reaches at that loss rate if every loss is its
+//!    own event (Mathis et al. 1997, `MSS / RTT * 1.22 / sqrt(p)`), a
+//!    goodput at least [`CLUSTERED_LOSS`] times higher means the drops
+//!    came in bursts, as a full drop-tail queue drops: **congestion
+//!    limited**; otherwise the losses were spread out as random loss is:
+//!    **loss on an otherwise idle path**. (The RTT under load is reported,
+//!    but measured on emulated paths it did not tell the two apart: a
+//!    small window's delayed ACKs inflate the smoothed RTT as much as a
+//!    quarter-BDP queue does.)
 //! 5. otherwise **near the path's capacity**.
 //!
 //! Guarantees: a pure function of its inputs, with every number it used in
@@ -57,6 +61,9 @@ pub const QUEUE_INFLATION: f64 = 0.1;
 /// The least absolute RTT inflation that counts as a queue (below it is
 /// measurement noise: the emulator's and the kernel's timers).
 pub const QUEUE_INFLATION_FLOOR: Duration = Duration::from_millis(2);
+/// Goodput at least this many times the Mathis rate of the measured loss
+/// rate: the losses were clustered (a full queue), not independent.
+pub const CLUSTERED_LOSS: f64 = 3.0;
 /// Goodput at least this share of the capacity estimate is "near capacity".
 pub const NEAR_CAPACITY: f64 = 0.9;
 /// A buffer at least this share of its cap has reached the cap.
@@ -521,19 +528,30 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
         .sender_host
         .as_ref()
         .and_then(|h| h.tcp_congestion_control.clone());
-    if let Some(loss) = numbers.loss_rate.filter(|&l| l >= LOSS_RATE) {
+    if let Some(loss) = numbers.loss_rate.filter(|&l| l >= LOSS_RATE && !near) {
         let retrans = numbers.retrans_segs.unwrap_or(0);
-        if queue && !near {
+        // Mathis et al. 1997: rate <= MSS / RTT * 1.22 / sqrt(p).
+        let mathis = base_rtt_us
+            .zip(sender.snd_mss_bytes)
+            .map(|(rtt, mss)| mss as f64 * 8.0 / (rtt.max(1) as f64 / 1e6) * 1.22 / loss.sqrt());
+        let ratio = mathis.map(|m| goodput / m.max(1.0));
+        let mathis_text = mathis.map_or_else(String::new, |m| {
+            format!(
+                "; with independent losses at that rate a loss-based stream reaches about {} (Mathis), this one {:.1}x that",
+                human_rate(m),
+                goodput / m.max(1.0)
+            )
+        });
+        if ratio.is_some_and(|r| r >= CLUSTERED_LOSS) {
             let summary = format!(
-                "{retrans} segments retransmitted ({:.2}% of bytes) while the {rtt_text} (+{}): the bottleneck's queue filled and dropped; {} reached {} of the estimated {}",
+                "{retrans} segments retransmitted ({:.2}% of bytes) in bursts, as a full bottleneck queue drops them{mathis_text}; {rtt_text}; the {} test reached {} of the estimated {}",
                 loss * 100.0,
-                pct(inflation),
                 run.tune,
                 pct(goodput / capacity.max(1.0)),
                 human_rate(capacity)
             );
             notes.push(format!(
-                "Loss-based congestion control ({}) halves its window at each drop of a shallow queue; bbr (`sysctl -w net.ipv4.tcp_congestion_control=bbr` on the sender) or a deeper bottleneck queue keeps the link busier. Bigger buffers do not help.",
+                "Loss-based congestion control ({}) cuts its window at each drop of a shallow queue; bbr (`sysctl -w net.ipv4.tcp_congestion_control=bbr` on the sender) or a deeper bottleneck queue keeps the link busier. Bigger buffers do not help.",
                 cc.clone().unwrap_or_else(|| "the sender's".into())
             ));
             return verdict(
@@ -546,30 +564,20 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
                 notes,
             );
         }
-        if !queue {
-            let mathis = base_rtt_us.zip(sender.snd_mss_bytes).map(|(rtt, mss)| {
-                // Mathis et al. 1997: rate <= MSS / RTT * 1.22 / sqrt(p).
-                mss as f64 * 8.0 / (rtt as f64 / 1e6) * 1.22 / loss.sqrt()
-            });
-            let summary = format!(
-                "{retrans} segments retransmitted ({:.2}% of bytes) while the {rtt_text}: packets are lost on a path whose queue stays empty (random loss), and each loss cuts the window{}",
-                loss * 100.0,
-                mathis.map_or_else(String::new, |m| format!(
-                    "; at this loss rate a loss-based stream reaches about {} (Mathis)",
-                    human_rate(m)
-                ))
-            );
-            notes.push("Bigger buffers do not help against random loss: find the lossy link (errors on an interface, a bad cable or radio), or use bbr on the sender, which does not back off on random loss.".into());
-            return verdict(
-                VerdictKind::RandomLoss,
-                Some("random loss on the path".into()),
-                None,
-                summary,
-                Vec::new(),
-                None,
-                notes,
-            );
-        }
+        let summary = format!(
+            "{retrans} segments retransmitted ({:.2}% of bytes), spread out as random loss is{mathis_text}; {rtt_text}: each loss cuts the window of a path that is otherwise idle",
+            loss * 100.0,
+        );
+        notes.push("Bigger buffers do not help against random loss: find the lossy link (errors on an interface, a bad cable or radio), or use bbr on the sender, which does not back off on random loss.".into());
+        return verdict(
+            VerdictKind::RandomLoss,
+            Some("random loss on the path".into()),
+            None,
+            summary,
+            Vec::new(),
+            None,
+            notes,
+        );
     }
     let summary = format!(
         "{} in the {} test, {} of the estimated capacity {}; no window or buffer limit (receive-window {}, send-buffer {} of busy time), {rtt_text}",

@@ -190,7 +190,8 @@ fn a_small_tcp_wmem_on_the_sender_is_a_send_buffer_limit_with_its_fix() {
 }
 
 #[test]
-fn losses_with_a_growing_rtt_are_congestion_at_a_shallow_queue() {
+fn clustered_losses_are_congestion_at_a_shallow_queue() {
+    // 0.25% of bytes lost, yet 38 Mbit/s: 5x the Mathis rate of 7 Mbit/s.
     // The queue adds up to 10 ms (0.25 x BDP) before it drops.
     let rtts: Vec<u64> = (0..20).map(|i| RTT_US + 500 * i).collect();
     let kernel = run(
@@ -207,12 +208,13 @@ fn losses_with_a_growing_rtt_are_congestion_at_a_shallow_queue() {
         host(4 << 20, 4 << 20),
     ));
     assert_eq!(v.kind, VerdictKind::Congestion, "{v:#?}");
-    assert!(v.numbers.rtt_inflation.unwrap_or(0.0) >= QUEUE_INFLATION);
+    assert!(v.summary.contains("in bursts"), "{}", v.summary);
     assert!(v.fixes.is_empty());
 }
 
 #[test]
-fn losses_without_a_queue_are_random_loss() {
+fn independent_losses_are_random_loss() {
+    // 0.5% lost and 9 Mbit/s: 1.8x the Mathis rate of 5 Mbit/s.
     let kernel = run(
         "kernel",
         9.0,

@@ -103,6 +103,18 @@ pub fn bench(
     let offers = |c: Capability| feature.as_ref().is_some_and(|f| f.has(c));
     let mut unseen = Vec::new();
     if !rightsize {
+        // A server without the extension may still be rightsize serve
+        // (an older one); its zero source answers SIZE.
+        let probe = b"/.rightsize/zero/1";
+        let reply = session
+            .control
+            .command(&Command::Size(arg(probe, "path")?), observer)?;
+        if reply.code() != 213 {
+            return Err(ClientError::NoBenchmark {
+                server: session.control.server(),
+                reply: reply.to_string(),
+            });
+        }
         unseen.push(
             "the server is not rightsize (no RIGHTSIZE in FEAT): its socket, settings and tuner are not visible"
                 .to_owned(),
