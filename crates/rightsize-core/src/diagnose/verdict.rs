@@ -5,7 +5,10 @@
 //! `advice`, the same advice `rightsize advise` prints) and the rate to
 //! expect after them.
 //!
-//! The verdict reads, in this order (the first that holds wins):
+//! The verdict reads, in this order (the first that holds wins; the
+//! window and buffer limits only while goodput is below [`NEAR_CAPACITY`]
+//! of the capacity estimate, since a window that holds the sender at the
+//! path's rate is the right window):
 //! 1. the sending end's `tcpi_rwnd_limited` share of `tcpi_busy_time` of
 //!    at least [`LIMITED_SHARE`]: **receive-window limited**, by the
 //!    receiver's window scale if it was fixed too low at the handshake,
@@ -377,7 +380,14 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
     // What the other test reached, where that limit did not apply.
     let expected_after = Some(capacity.max(best_goodput));
 
-    if let Some(share) = numbers.rwnd_limited_share.filter(|&s| s >= LIMITED_SHARE) {
+    // A window that holds the sender at the path's rate is the right
+    // window, not a limit (the receiver's autotuning and rightsize's auto
+    // keep it near the BDP on purpose).
+    let near = capacity > 0.0 && goodput >= NEAR_CAPACITY * capacity;
+    if let Some(share) = numbers
+        .rwnd_limited_share
+        .filter(|&s| s >= LIMITED_SHARE && !near)
+    {
         let host = facts.receiver_host.as_ref();
         let wscale_window = sender
             .snd_wscale
@@ -430,7 +440,6 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
             notes,
         );
     }
-    let near = capacity > 0.0 && goodput >= NEAR_CAPACITY * capacity;
     let wmem_max = facts
         .sender_host
         .as_ref()
@@ -442,7 +451,9 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
         }
         _ => false,
     };
-    let sndbuf_share = numbers.sndbuf_limited_share.filter(|&s| s >= LIMITED_SHARE);
+    let sndbuf_share = numbers
+        .sndbuf_limited_share
+        .filter(|&s| s >= LIMITED_SHARE && !near);
     if sndbuf_share.is_some() || sndbuf_at_max {
         let host = facts.sender_host.as_ref();
         let (setting, key) = if run.fixed_buffers {

@@ -353,3 +353,24 @@ fn a_send_buffer_stuck_at_tcp_wmem_max_is_a_send_buffer_limit_even_without_the_c
     let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
     assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
 }
+
+#[test]
+fn a_window_limit_at_the_paths_rate_is_not_the_verdict() {
+    // Receive autotuning keeps the window near the BDP: the sender is
+    // "rwnd limited" 95% of the time while the link is full (seen after
+    // the tcp_rmem fix on an emulated path).
+    let kernel = run(
+        "kernel",
+        46.0,
+        sender(5.0, 0.95, 0.0, 29_000_000, 0),
+        vec![RTT_US + 500; 20],
+        48.0,
+    );
+    let v = diagnose(&facts(
+        kernel,
+        fine_auto(),
+        host(4 << 20, 4 << 20),
+        host(4 << 20, 4 << 20),
+    ));
+    assert_eq!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
+}
