@@ -124,7 +124,7 @@ fn a_fixed_so_rcvbuf_points_at_rmem_max() {
         6.0,
         sender(5.0, 0.9, 0.0, 3_750_000, 0),
         vec![RTT_US; 20],
-        6.5,
+        40.0,
     );
     let v = diagnose(
         &DoctorFacts {
