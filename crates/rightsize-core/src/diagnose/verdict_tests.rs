@@ -374,3 +374,25 @@ fn a_window_limit_at_the_paths_rate_is_not_the_verdict() {
     ));
     assert_eq!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
 }
+
+#[test]
+fn a_send_buffer_at_its_cap_near_capacity_is_not_called_a_limit() {
+    // After the tcp_wmem fix on an emulated path: the buffer sat at its new
+    // cap, 5% below 2 x the (noisy) BDP estimate, at 85% of capacity.
+    let mut client = host(4 << 20, 4 << 20);
+    client.tcp_wmem = Some(BufferTriple {
+        min: 4096,
+        default: 16_384,
+        max: 485_320,
+    });
+    let mut kernel = run(
+        "kernel",
+        43.5,
+        sender(5.0, 0.0, 0.0, 27_000_000, 0),
+        vec![RTT_US + 500; 20],
+        51.2,
+    );
+    kernel.sender_peak_sndbuf_bytes = Some(485_320);
+    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
+}
