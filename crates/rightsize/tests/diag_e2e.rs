@@ -50,6 +50,9 @@ fn spec(dir: &Path, name: &str, extra: &str, left: &str, right: &str) -> std::pa
     path
 }
 
+/// Runs its arguments once `right:2121` accepts a connection (10 s at most).
+const WAIT_FOR_SERVER: &str = "for i in $(seq 100); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && exec \"$@\"; sleep 0.1; done; echo 'no server on right:2121' >&2; exit 1";
+
 /// `path run SPEC -- rightsize doctor right:2121 --time 4s --json`: the
 /// doctor's JSON. A run whose fidelity check flagged spurious
 /// retransmissions (exit 3) still has a verdict to read.
@@ -57,12 +60,9 @@ fn doctor(spec: &Path) -> serde_json::Value {
     let output = rightsize()
         .args(["path", "run"])
         .arg(spec)
-        .args([
-            "--",
-            env!("CARGO_BIN_EXE_rightsize"),
-            "doctor",
-            "right:2121",
-        ])
+        // The path starts the server in the background: wait for its port.
+        .args(["--", "bash", "-c", WAIT_FOR_SERVER, "bash"])
+        .args([env!("CARGO_BIN_EXE_rightsize"), "doctor", "right:2121"])
         .args(["--time", "4s", "--json"])
         .output()
         .unwrap_or_else(|e| panic!("path run: {e}"));
