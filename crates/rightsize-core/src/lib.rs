@@ -13,6 +13,7 @@ pub mod bdp;
 pub mod check;
 pub mod checksum;
 pub mod cross;
+pub mod diagnose;
 pub mod ftp;
 pub mod host;
 pub mod passwd;

@@ -190,6 +190,25 @@ impl FtpUrl {
         &self.path
     }
 
+    /// The same server and login with another path (decoded, as
+    /// [`FtpUrl::path`] returns it); bytes outside unreserved ASCII and
+    /// `/` are percent-encoded in the displayed form.
+    pub fn with_path(&self, path: &[u8]) -> FtpUrl {
+        let mut raw_path = String::from("/");
+        for &b in path {
+            if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+                raw_path.push(char::from(b));
+            } else {
+                raw_path.push_str(&format!("%{b:02X}"));
+            }
+        }
+        FtpUrl {
+            path: path.to_vec(),
+            raw_path,
+            ..self.clone()
+        }
+    }
+
     /// The path for messages (lossy UTF-8).
     pub fn path_display(&self) -> String {
         String::from_utf8_lossy(&self.path).into_owned()

@@ -16,6 +16,21 @@ fn problem(input: &str) -> UrlProblem {
 }
 
 #[test]
+fn with_path_keeps_the_server_and_login() {
+    let u = FtpUrl::parse("ftp://alice:secret@[::1]:2121/x").unwrap();
+    let v = u.with_path(b"/.rightsize/zero/1G");
+    assert_eq!(v.path(), b"/.rightsize/zero/1G");
+    assert_eq!(v.user(), b"alice");
+    assert_eq!(v.password(), b"secret");
+    assert_eq!(v.to_string(), "ftp://alice@[::1]:2121//.rightsize/zero/1G");
+    assert_eq!(FtpUrl::parse(&v.to_string()).unwrap().path(), v.path());
+    assert_eq!(
+        u.with_path(b"a b").to_string(),
+        "ftp://alice@[::1]:2121/a%20b"
+    );
+}
+
+#[test]
 fn defaults_are_anonymous_on_port_21() {
     let u = url("ftp://example.org/pub/file.bin");
     assert_eq!(u.host(), &Host::Name("example.org".into()));

@@ -41,6 +41,15 @@ pub enum Command {
     /// Emulated WAN paths: two hosts in network namespaces joined by an emulated link.
     #[command(long_about = crate::path::PATH_ABOUT)]
     Path(crate::path::PathArgs),
+    /// Round-trip times over an FTP control connection (NOOP), like ping(8).
+    #[command(long_about = crate::ping::PING_ABOUT)]
+    Ping(crate::ping::PingArgs),
+    /// A memory-to-memory throughput test against `rightsize serve`, like iperf3.
+    #[command(long_about = crate::test_cmd::TEST_ABOUT)]
+    Test(crate::test_cmd::TestArgs),
+    /// Say what limits one TCP stream to a rightsize server, and the settings that fix it.
+    #[command(long_about = crate::doctor::DOCTOR_ABOUT)]
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 const GET_ABOUT: &str = "\

@@ -7,9 +7,13 @@
 mod advise;
 mod cli;
 mod cross;
+mod doctor;
 mod passwd;
 mod path;
+mod ping;
 mod serve;
+mod target;
+mod test_cmd;
 mod transfer;
 mod transfer_output;
 
@@ -30,6 +34,9 @@ fn main() -> ExitCode {
         cli::Command::Put(args) => transfer::run_put(&args),
         cli::Command::Passwd(args) => passwd::run(&args),
         cli::Command::Path(args) => path::run(args),
+        cli::Command::Ping(args) => ping::run(&args),
+        cli::Command::Test(args) => test_cmd::run(&args),
+        cli::Command::Doctor(args) => doctor::run(&args),
     };
     match result {
         Ok(code) => code,

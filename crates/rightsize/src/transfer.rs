@@ -159,7 +159,7 @@ impl FromStr for Limit {
 }
 
 /// `-i`: a bare number is seconds (as in iperf3), else a duration.
-fn parse_interval(input: &str) -> Result<Duration, String> {
+pub fn parse_interval(input: &str) -> Result<Duration, String> {
     if let Ok(seconds) = input.trim().parse::<f64>() {
         if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 {
             return Ok(Duration::from_secs_f64(seconds));

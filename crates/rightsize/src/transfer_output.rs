@@ -394,7 +394,7 @@ pub fn summary_json(report: &Report) -> Value {
 }
 
 /// The command line, with the password of any URL replaced by `****`.
-fn argv_without_passwords() -> Vec<String> {
+pub fn argv_without_passwords() -> Vec<String> {
     std::env::args()
         .map(|arg| match rightsize_core::url::FtpUrl::parse(&arg) {
             Ok(url) if !url.password().is_empty() && arg.contains('@') => url.to_string(),

@@ -28,22 +28,35 @@ pub enum Capability {
     /// `INFO`: the server takes `RINF <facts>` during a transfer, and may
     /// send `RIGHTSIZE INFO` notices.
     Info,
+    /// `HOST`: the server answers `SITE RIGHTSIZE HOST` with its TCP
+    /// settings (`rmem_max`, `tcp_rmem`, ...), for `rightsize doctor`.
+    Host,
+    /// `TUNE`: the server takes `SITE RIGHTSIZE TUNE <tuner>`, the tuner
+    /// of the session's later data connections.
+    Tune,
 }
 
 impl Capability {
     /// Every capability this version knows, in FEAT order.
-    pub const ALL: [Capability; 2] = [Capability::Sbuf, Capability::Info];
+    pub const ALL: [Capability; 4] = [
+        Capability::Sbuf,
+        Capability::Info,
+        Capability::Host,
+        Capability::Tune,
+    ];
 
     /// The name in the FEAT line, upper case.
     pub fn name(self) -> &'static str {
         match self {
             Capability::Sbuf => "SBUF",
             Capability::Info => "INFO",
+            Capability::Host => "HOST",
+            Capability::Tune => "TUNE",
         }
     }
 }
 
-/// The `RIGHTSIZE` line of a FEAT reply: `RIGHTSIZE SBUF;INFO;` (RFC 2389
+/// The `RIGHTSIZE` line of a FEAT reply: `RIGHTSIZE SBUF;INFO;HOST;TUNE;` (RFC 2389
 /// section 3.2 feature line, capabilities separated by `;`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RightsizeFeature {
@@ -91,7 +104,7 @@ impl RightsizeFeature {
         &self.capabilities
     }
 
-    /// The feature line without its leading space: `RIGHTSIZE SBUF;INFO;`.
+    /// The feature line without its leading space: `RIGHTSIZE SBUF;INFO;HOST;TUNE;`.
     pub fn feat_line(&self) -> String {
         let mut line = format!("{EXTENSION} ");
         for c in &self.capabilities {

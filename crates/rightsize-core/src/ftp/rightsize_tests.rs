@@ -19,14 +19,17 @@ fn port(p: u16) -> Option<NonZeroU16> {
 fn the_offered_feat_line() {
     assert_eq!(
         RightsizeFeature::offered().feat_line(),
-        "RIGHTSIZE SBUF;INFO;"
+        "RIGHTSIZE SBUF;INFO;HOST;TUNE;"
     );
 }
 
 #[test]
 fn feat_line_parsing_skips_unknown_capabilities() {
-    let f = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;").unwrap();
+    let f = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;HOST;TUNE;").unwrap();
     assert_eq!(f, RightsizeFeature::offered());
+    // A server from before HOST and TUNE.
+    let old = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;").unwrap();
+    assert!(old.has(Capability::Info) && !old.has(Capability::Host) && !old.has(Capability::Tune));
     let f = RightsizeFeature::parse("rightsize info;PACING=fq;sbuf;sbuf").unwrap();
     assert_eq!(f.capabilities(), [Capability::Info, Capability::Sbuf]);
     let f = RightsizeFeature::parse("RIGHTSIZE FUTURE;").unwrap();

@@ -204,6 +204,14 @@ impl<H: ServerHost> ServerHost for BenchHost<H> {
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access> {
         self.inner.authenticate(user, password)
     }
+
+    fn tcp_settings(&mut self) -> Option<Vec<(String, String)>> {
+        self.inner.tcp_settings()
+    }
+
+    fn set_tuner(&mut self, spec: &str) -> Result<String, String> {
+        self.inner.set_tuner(spec)
+    }
 }
 
 #[cfg(test)]

@@ -192,9 +192,12 @@ pub(super) fn dispatch(
         Command::Abor => reply(225, "No transfer to ABOR."),
         Command::Site(SiteCommand::Help(_)) => multiline(
             214,
-            vec!["The following SITE commands are recognized.".into(), " HELP SBUF".into(), "Help OK.".into()],
+            vec!["The following SITE commands are recognized.".into(), " HELP RIGHTSIZE SBUF".into(), "Help OK.".into()],
         ),
         Command::Site(SiteCommand::Sbuf(size)) | Command::Sbuf(size) => set_sbuf(session, size),
+        Command::Site(SiteCommand::Other(site)) if site.name().eq_ignore_ascii_case(crate::ftp::rightsize::EXTENSION) => {
+            super::rightsize::site(host, site.args().map(|a| a.as_bytes()))
+        }
         Command::Site(_) => reply(500, "Unknown SITE command."),
         Command::Cksm { algorithm, offset, length, path } => checksum(session, host, algorithm.as_str(), offset, length, &path),
         Command::Hash(path) => hash(session, host, &path),

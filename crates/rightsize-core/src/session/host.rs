@@ -84,6 +84,21 @@ pub trait ServerHost {
     /// Checks a user's password; `None` for an unknown user or a wrong
     /// password alike.
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access>;
+    /// This host's TCP settings for `SITE RIGHTSIZE HOST`, one
+    /// `name=value` pair each as `sysctl` names and prints them
+    /// (`net.ipv4.tcp_rmem=4096 131072 6291456`); `None` where the host
+    /// cannot tell (the default).
+    fn tcp_settings(&mut self) -> Option<Vec<(String, String)>> {
+        None
+    }
+    /// `SITE RIGHTSIZE TUNE <spec>`: the tuner of this session's later data
+    /// connections. `Ok` with the canonical name, or `Err` with why the
+    /// spec is refused and what is accepted. Refused by default.
+    fn set_tuner(&mut self, spec: &str) -> Result<String, String> {
+        Err(format!(
+            "this server cannot choose a tuner per session (\"{spec}\")"
+        ))
+    }
 }
 
 /// Where the data connection comes from.

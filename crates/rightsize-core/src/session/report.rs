@@ -4,6 +4,7 @@
 //! clients read it as the usual "Transfer complete"). A rightsize client
 //! parses it back for its `--json` summary.
 
+use crate::diagnose::tcp::TcpSummary;
 use crate::ftp::Reply;
 
 /// The server's data socket buffers, read back at the end of a transfer,
@@ -34,6 +35,12 @@ const MARK_TUNE: &str = "tune=";
 impl DataSocketBuffers {
     /// The `226` that carries them.
     pub fn completion_reply(&self) -> Reply {
+        self.completion_reply_with(None)
+    }
+
+    /// The `226` that carries them and, if given, the data socket's final
+    /// `TCP_INFO` summary as a `tcpi=` word (`diagnose::tcp`).
+    pub fn completion_reply_with(&self, tcp: Option<&TcpSummary>) -> Reply {
         let mut text = format!(
             "Transfer complete; data socket {MARK_RCV}{} {MARK_SND}{}",
             self.rcvbuf_bytes, self.sndbuf_bytes
@@ -50,6 +57,10 @@ impl DataSocketBuffers {
                 .all(|b| b.is_ascii_alphanumeric() || b":=,._-".contains(&b))
         }) {
             text.push_str(&format!(" {MARK_TUNE}{tune}"));
+        }
+        if let Some(tcp) = tcp {
+            text.push(' ');
+            text.push_str(&tcp.reply_word());
         }
         text.push('.');
         Reply::trusted(226, text)

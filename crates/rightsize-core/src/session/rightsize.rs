@@ -12,7 +12,7 @@
 
 use std::num::NonZeroU16;
 
-use super::{MAX_SBUF_BYTES, Output, Session};
+use super::{MAX_SBUF_BYTES, Output, ServerHost, Session};
 use crate::ftp::rightsize::{RightsizeOpts, opts_reply};
 use crate::ftp::{Command, CommandError, PeerMessage, Reply};
 
@@ -94,3 +94,54 @@ pub(super) fn during_transfer(
     };
     Some(out)
 }
+
+/// What `SITE RIGHTSIZE` accepts, for its 501.
+pub const SITE_USAGE: &str = "SITE RIGHTSIZE takes HOST or TUNE <tuner>";
+
+/// `SITE RIGHTSIZE HOST` (this host's TCP settings, a 211 with one
+/// `name=value` line each) and `SITE RIGHTSIZE TUNE <tuner>` (the tuner of
+/// the session's later data connections, 200 or 501).
+pub(super) fn site(host: &mut dyn ServerHost, args: Option<&[u8]>) -> Vec<Output> {
+    let args = args.unwrap_or_default();
+    let text = String::from_utf8_lossy(args);
+    let mut words = text.split(' ').filter(|w| !w.is_empty());
+    let sub = words.next().unwrap_or_default();
+    let rest: Vec<&str> = words.collect();
+    let quoted = crate::ftp::arg::quote(args);
+    if sub.eq_ignore_ascii_case("HOST") && rest.is_empty() {
+        let Some(settings) = host.tcp_settings() else {
+            return reply(
+                550,
+                "SITE RIGHTSIZE HOST: this server cannot read its settings.".into(),
+            );
+        };
+        let mut lines = vec![format!("{EXTENSION_HOST} settings of this host:")];
+        for (name, value) in settings {
+            // One line each; a value with a line break is not sent.
+            if !(name.contains(['\r', '\n']) || value.contains(['\r', '\n'])) {
+                lines.push(format!(" {name}={value}"));
+            }
+        }
+        lines.push("End.".into());
+        return match Reply::multiline(211, lines) {
+            Ok(r) => vec![Output::Reply(r)],
+            Err(_) => reply(
+                550,
+                "SITE RIGHTSIZE HOST: the settings do not fit a reply.".into(),
+            ),
+        };
+    }
+    if sub.eq_ignore_ascii_case("TUNE") && rest.len() == 1 {
+        return match host.set_tuner(rest[0]) {
+            Ok(name) => reply(
+                200,
+                format!("RIGHTSIZE TUNE {name} for this session's data connections."),
+            ),
+            Err(why) => reply(501, format!("SITE RIGHTSIZE TUNE: {why}.")),
+        };
+    }
+    reply(501, format!("{SITE_USAGE}, not \"{quoted}\"."))
+}
+
+/// The first word of the reply to `SITE RIGHTSIZE HOST`.
+const EXTENSION_HOST: &str = "RIGHTSIZE HOST";

@@ -31,7 +31,7 @@ fn feat_lists_the_extension_and_its_capabilities() {
     let mut c = Client::new();
     let out = c.send("FEAT");
     assert!(
-        text(&out).contains("\r\n RIGHTSIZE SBUF;INFO;\r\n"),
+        text(&out).contains("\r\n RIGHTSIZE SBUF;INFO;HOST;TUNE;\r\n"),
         "{}",
         text(&out)
     );

@@ -231,6 +231,17 @@ pub enum ClientError {
         /// The server's answer.
         remote: String,
     },
+    /// `rightsize test`/`doctor` against a server without the benchmark
+    /// source and sink (not `rightsize serve`).
+    #[error(
+        "{server} is not `rightsize serve`: no RIGHTSIZE in its FEAT and no benchmark source (SIZE /.rightsize/zero/1: {reply}); a throughput test needs /.rightsize/zero and /.rightsize/null; `rightsize ping` still measures its round trips"
+    )]
+    NoBenchmark {
+        /// The server's address.
+        server: SocketAddr,
+        /// Its answer to the `SIZE` of the zero source.
+        reply: String,
+    },
     /// The telemetry file could not be created or started.
     #[error(transparent)]
     TelemetryStart(#[from] crate::telemetry::StartError),

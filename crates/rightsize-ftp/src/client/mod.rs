@@ -23,11 +23,13 @@
 //! - Against servers other than rightsize, only what they advertise is used
 //!   (with the GridFTP exception documented in `features`).
 
+mod bench;
 mod control;
 mod data;
 mod error;
 mod features;
 mod local;
+mod ping;
 mod pump;
 mod session;
 mod transfer;
@@ -45,9 +47,11 @@ use rightsize_sys::socket::{Applied, BufferRequest};
 use rightsize_sys::tcp_info::TcpInfoError;
 use serde::Serialize;
 
+pub use bench::{BenchDirection, BenchLimit, BenchPlan, BenchReport, bench};
 pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
+pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, put};
 
@@ -150,6 +154,10 @@ pub struct Progress<'a> {
     /// The size the server announced (download) or the local file's size
     /// (upload), if known.
     pub expected_bytes: Option<u64>,
+    /// The server's latest in-transfer `RIGHTSIZE INFO` notice (its data
+    /// socket's `TCP_INFO` summary), when the extension is on and the
+    /// server sends them (a sending server does, every half RTT).
+    pub server_info: Option<rightsize_core::tune::PeerInfo>,
     socket: &'a TcpStream,
 }
 
@@ -238,6 +246,9 @@ pub struct Report {
     /// The client end's buffers over the transfer (peak and mean, as read
     /// back) and its tuner's end.
     pub tuning: Option<TuningReport>,
+    /// The server's data socket's `TCP_INFO` summary: the final one from a
+    /// rightsize server's `226`, else its last in-transfer notice.
+    pub server_tcp: Option<rightsize_core::diagnose::tcp::TcpSummary>,
 }
 
 /// The client end's buffers over the transfer and its tuner.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use rightsize_core::ftp::{PeerMessage, Reply};
+use rightsize_core::tune::PeerInfo;
 use rightsize_core::units::Bytes;
 use rightsize_sys::telemetry::{Inbox, ToPeer};
 
@@ -41,6 +42,8 @@ pub(crate) struct Exchange {
     received: AtomicU32,
     /// Why notices were ignored.
     ignored: Mutex<Vec<String>>,
+    /// The server's latest `RIGHTSIZE INFO`.
+    last_info: Mutex<Option<PeerInfo>>,
 }
 
 impl Exchange {
@@ -84,6 +87,14 @@ impl Exchange {
         if ignored.len() < MAX_IGNORED {
             ignored.push(text);
         }
+    }
+
+    /// The server's latest `RIGHTSIZE INFO` facts.
+    pub(crate) fn last_info(&self) -> Option<PeerInfo> {
+        *self
+            .last_info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What was ignored, for the report.
@@ -177,7 +188,13 @@ fn pump(
                     exchange.received.fetch_add(1, Ordering::SeqCst);
                     match message {
                         PeerMessage::Size(bytes) => inbox.peer(None, Some(Bytes(bytes))),
-                        PeerMessage::Info(info) => inbox.peer(Some(info), None),
+                        PeerMessage::Info(info) => {
+                            *exchange
+                                .last_info
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner) = Some(info);
+                            inbox.peer(Some(info), None);
+                        }
                     }
                 }
                 Ok(Incoming::Notice(Err(e))) => {

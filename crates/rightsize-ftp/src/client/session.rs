@@ -39,7 +39,10 @@ pub(crate) struct Session<S> {
 }
 
 /// Resolves the URL's host and opens the control connection.
-fn connect(url: &FtpUrl, options: &Options) -> Result<(TcpStream, SocketAddr), ClientError> {
+pub(crate) fn connect(
+    url: &FtpUrl,
+    options: &Options,
+) -> Result<(TcpStream, SocketAddr), ClientError> {
     let server = format!("{}:{}", url.host(), url.port());
     let addrs: Vec<SocketAddr> = match url.host() {
         Host::Ipv4(ip) => vec![SocketAddr::new((*ip).into(), url.port())],

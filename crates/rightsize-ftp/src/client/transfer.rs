@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rightsize_core::checksum::{Algorithm, Checksum};
+use rightsize_core::diagnose::tcp::TcpSummary;
 use rightsize_core::ftp::{Command, Reply};
 use rightsize_core::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
 use rightsize_core::tune::{Peer, Role, Tuner};
@@ -275,8 +276,8 @@ fn unverified_report() -> ChecksumReport {
 
 /// An open data connection of a `RETR` or `STOR`, and its monitor.
 #[derive(Debug)]
-struct DataConn {
-    stream: TcpStream,
+pub(crate) struct DataConn {
+    pub(crate) stream: TcpStream,
     peer: SocketAddr,
     mode: DataMode,
     request: BufferRequest,
@@ -290,7 +291,7 @@ struct DataConn {
     /// Payload bytes moved, shared with the monitor.
     bytes: Arc<AtomicU64>,
     /// When the data connection became usable.
-    started: Instant,
+    pub(crate) started: Instant,
     /// With the RIGHTSIZE extension on: the control connection's reader
     /// and the count of in-transfer commands and replies.
     pump: Option<Pump>,
@@ -302,7 +303,12 @@ struct DataConn {
 
 /// What is left of a data connection once it is closed.
 #[derive(Debug)]
-struct DataDone {
+pub(crate) struct DataDone {
+    /// The server's data socket's `TCP_INFO` summary: final from a
+    /// rightsize server's `226`, else its last in-transfer notice.
+    pub(crate) server_tcp: Option<TcpSummary>,
+    /// The completion reply, on one line.
+    pub(crate) completion: String,
     mode: DataMode,
     peer: SocketAddr,
     request: BufferRequest,
@@ -315,7 +321,7 @@ struct DataDone {
 impl DataDone {
     /// A report with what the data connection knows; the caller fills in
     /// the rest.
-    fn report(self) -> Report {
+    pub(crate) fn report(self) -> Report {
         Report {
             url: String::new(),
             direction: Direction::Get,
@@ -333,6 +339,7 @@ impl DataDone {
             checksum: None,
             expected_bytes: None,
             tuning: self.tuning,
+            server_tcp: self.server_tcp,
         }
     }
 }
@@ -341,7 +348,7 @@ impl DataDone {
 /// its `150`/`125`, makes the data connection usable and starts watching
 /// it: the tuner (`--tune`), with its settings before the handshake, and
 /// the telemetry file.
-fn open_data(
+pub(crate) fn open_data(
     session: &mut Session<TcpStream>,
     command: &Command,
     path: &[u8],
@@ -500,13 +507,13 @@ fn open_telemetry(
 
 impl DataConn {
     /// Payload bytes moved so far.
-    fn moved(&self) -> u64 {
+    pub(crate) fn moved(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
 
     /// Counts a piece that crossed the data connection: the checksum, the
     /// byte count the monitor reads, and a progress report.
-    fn passed(
+    pub(crate) fn passed(
         &self,
         piece: &[u8],
         checksum: &mut Option<Checksum>,
@@ -522,11 +529,17 @@ impl DataConn {
             bytes,
             elapsed: self.started.elapsed(),
             expected_bytes,
+            server_info: self.exchange.as_ref().and_then(|e| e.last_info()),
             socket: &self.stream,
         });
     }
 
-    fn io_error(&self, op: &'static str, e: io::Error, options: &Options) -> ClientError {
+    pub(crate) fn io_error(
+        &self,
+        op: &'static str,
+        e: io::Error,
+        options: &Options,
+    ) -> ClientError {
         if is_timeout(&e) {
             ClientError::DataTimeout {
                 peer: self.peer,
@@ -550,6 +563,18 @@ impl DataConn {
         self,
         session: &mut Session<S>,
         observer: &mut dyn Observer,
+    ) -> Result<DataDone, ClientError> {
+        self.finish_or_stop(session, observer, false)
+    }
+
+    /// [`DataConn::finish`]; with `stopped_early` (the client ended the
+    /// transfer on purpose by closing the data connection) a negative
+    /// completion reply is expected and kept in the report, not an error.
+    pub(crate) fn finish_or_stop<S: Read + Write>(
+        self,
+        session: &mut Session<S>,
+        observer: &mut dyn Observer,
+        stopped_early: bool,
     ) -> Result<DataDone, ClientError> {
         let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
         drop(self.prober);
@@ -601,15 +626,19 @@ impl DataConn {
             ignored: exchange.ignored(),
             telemetry_error: finished.telemetry_error,
         });
-        if !reply.is_completion() {
+        if !reply.is_completion() && !stopped_early {
             return Err(session.remote_error(self.verb, self.path.as_bytes(), &reply));
         }
+        let text = reply.text();
         Ok(DataDone {
+            server_tcp: TcpSummary::from_reply_text(&text)
+                .or_else(|| exchange.last_info().map(|i| TcpSummary::from_peer_info(&i))),
+            completion: reply.to_string(),
             mode: self.mode,
             peer: self.peer,
             request: self.request,
             applied: self.applied,
-            server_buffers: DataSocketBuffers::from_reply_text(&reply.text()),
+            server_buffers: DataSocketBuffers::from_reply_text(&text),
             tcp_info,
             tuning,
         })

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use rightsize_core::diagnose::tcp::TcpSummary;
 use rightsize_core::ftp::{LineEvent, LineReader, parse};
 use rightsize_core::session::bench::{BenchHost, BenchPath, classify};
 use rightsize_core::session::report::DataSocketBuffers;
@@ -277,7 +278,9 @@ impl Conn {
         } else {
             Peer::Other
         };
-        let (request, tuner) = self.shared.data_plan(plan.sbuf, role, peer);
+        let (request, tuner) =
+            self.shared
+                .data_plan(plan.sbuf, self.host.inner().tune(), role, peer);
         // A listing is too short to tune.
         let tuner = tuner.filter(|_| !matches!(plan.kind, TransferKind::Listing(_)));
         let params = DataParams {
@@ -485,7 +488,13 @@ impl Conn {
                     .and_then(|m| m.tuner.as_ref())
                     .map(|t| t.name.to_owned()),
             }
-            .completion_reply();
+            .completion_reply_with(
+                report
+                    .final_tcp_info
+                    .as_ref()
+                    .map(TcpSummary::from_tcp_info)
+                    .as_ref(),
+            );
         }
         self.act(out)
     }

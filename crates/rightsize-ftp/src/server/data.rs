@@ -147,6 +147,9 @@ pub struct DataReport {
     pub final_buffers: Option<socket::BufferState>,
     /// What the connection's monitor found: peak buffers, the tuner's end.
     pub monitor: Option<Finished>,
+    /// The data socket's `TCP_INFO` after the last byte (the `226` carries
+    /// its summary to a rightsize client).
+    pub final_tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
 }
 
 /// Counters a running transfer shares with observers (telemetry).
@@ -178,6 +181,7 @@ pub fn run(
         elapsed: Duration::ZERO,
         final_buffers: None,
         monitor: None,
+        final_tcp_info: None,
     };
     let stream = match connect(endpoint, params, abort, &mut report) {
         Ok(stream) => stream,
@@ -200,6 +204,9 @@ pub fn run(
         }),
     };
     report.elapsed = started.elapsed();
+    report.final_tcp_info = observer
+        .as_ref()
+        .and_then(|s| rightsize_sys::tcp_info::read(s.as_fd()).ok());
     report.final_buffers = observer.and_then(|s| socket::read_buffers(s.as_fd()).ok());
     if abort.is_aborted() {
         report.outcome = TransferOutcome::Aborted;

@@ -2,6 +2,8 @@
 //! `rightsize_sys::rootfs`, passive listeners through
 //! `rightsize_sys::socket`, users from the password file.
 
+use rightsize_core::host::SysctlKey;
+use rightsize_core::tune::TunerSpec;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -31,6 +33,9 @@ pub(super) struct FsHost {
     local_ip: IpAddr,
     /// The listener of the last PASV/EPSV, not yet used.
     passive: Option<(SocketAddr, TcpListener)>,
+    /// The tuner the client chose with `SITE RIGHTSIZE TUNE`, instead of
+    /// `--tune`, for this session's later data connections.
+    tune: Option<TunerSpec>,
 }
 
 fn fs_error(e: RootError) -> FsError {
@@ -71,7 +76,13 @@ impl FsHost {
             shared,
             local_ip,
             passive: None,
+            tune: None,
         }
+    }
+
+    /// The tuner the client chose for this session, if it chose one.
+    pub(super) fn tune(&self) -> Option<&TunerSpec> {
+        self.tune.as_ref()
     }
 
     /// The passive listener opened at `addr`, for the transfer that uses it.
@@ -249,7 +260,7 @@ impl ServerHost for FsHost {
     fn open_passive(&mut self, sbuf: Option<u64>) -> Result<SocketAddr, String> {
         // A new PASV replaces an unused listener (RFC 959: the last one counts).
         self.passive = None;
-        let request = self.shared.listener_request(sbuf);
+        let request = self.shared.listener_request(sbuf, self.tune.as_ref());
         let (addr, listener) = self.bind_passive(&request)?;
         self.passive = Some((addr, listener));
         Ok(addr)
@@ -257,5 +268,28 @@ impl ServerHost for FsHost {
 
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access> {
         self.shared.config.users.as_ref()?.verify(user, password)
+    }
+
+    fn tcp_settings(&mut self) -> Option<Vec<(String, String)>> {
+        // This process's network namespace: the per-namespace values of the
+        // host the server runs on, and the host-wide net.core ones.
+        let settings = SysctlKey::ALL
+            .into_iter()
+            .filter_map(|key| {
+                let value = rightsize_sys::sysctl::read_key(key.name()).ok()?;
+                Some((
+                    key.name().to_owned(),
+                    value.split_whitespace().collect::<Vec<_>>().join(" "),
+                ))
+            })
+            .collect();
+        Some(settings)
+    }
+
+    fn set_tuner(&mut self, spec: &str) -> Result<String, String> {
+        let spec: TunerSpec = spec.parse().map_err(|e| format!("{e}"))?;
+        let name = spec.to_string();
+        self.tune = Some(spec);
+        Ok(name)
     }
 }

@@ -184,16 +184,19 @@ impl Shared {
     /// are inherited at the handshake, before the transfer's direction is
     /// known, so the tuner is asked as a receiver: the window scale only
     /// matters to the end that receives.
-    fn listener_request(&self, sbuf: Option<u64>) -> BufferRequest {
-        self.data_plan(sbuf, Role::Receiver, Peer::Other).0
+    fn listener_request(&self, sbuf: Option<u64>, tune: Option<&TunerSpec>) -> BufferRequest {
+        self.data_plan(sbuf, tune, Role::Receiver, Peer::Other).0
     }
 
     /// The buffer request for a data connection, applied before its
     /// handshake (active) or right after it (passive), and its tuner: none
     /// when the client's SBUF fixed the size or no `--tune` is in force.
+    /// `tune` is the session's own choice (`SITE RIGHTSIZE TUNE`), which
+    /// replaces `--tune`.
     fn data_plan(
         &self,
         sbuf: Option<u64>,
+        tune: Option<&TunerSpec>,
         role: Role,
         peer: Peer,
     ) -> (BufferRequest, Option<Box<dyn Tuner>>) {
@@ -203,7 +206,7 @@ impl Shared {
             request.sndbuf = Some(bytes);
             return (request, None);
         }
-        let Some(spec) = &self.config.tune else {
+        let Some(spec) = tune.or(self.config.tune.as_ref()) else {
             return (request, None);
         };
         let tuner = crate::tuning::build(spec, role, peer);

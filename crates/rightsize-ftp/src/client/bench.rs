@@ -1,0 +1,370 @@
+//! [`bench`]: a memory-to-memory throughput test against a rightsize
+//! server's benchmark source and sink (the analogue of perfSONAR's
+//! throughput test): the client sends zeros to `/.rightsize/null/` (as
+//! iperf3's client does by default), or with [`BenchDirection::Receive`]
+//! reads `/.rightsize/zero/SIZE`, through the same data connection, tuner,
+//! telemetry and RIGHTSIZE extension as `get` and `put`.
+//!
+//! Guarantees: a test limited by time ends cleanly when the time is up (a
+//! send closes its side, so the server's `226` still comes with its
+//! numbers; a receive closes the data connection, so the server's negative
+//! reply is expected and recorded, and its numbers come from its last
+//! in-transfer notice), and so does one that `stop` ends (Ctrl-C), with
+//! `stopped` saying why; the server's settings and tuner choice are asked
+//! for only when its FEAT offers them, and what could not be seen is
+//! listed in `unseen` instead of failing the test.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::time::Duration;
+
+use rightsize_core::ftp::Command;
+use rightsize_core::ftp::command::SiteOther;
+use rightsize_core::ftp::{Capability, Token};
+use rightsize_core::host::HostSettings;
+use rightsize_core::tune::{Role, TunerSpec};
+use rightsize_core::url::FtpUrl;
+
+use super::control::arg;
+use super::error::ClientError;
+use super::session::Session;
+use super::transfer::open_data;
+use super::{Direction, Observer, Options, Report};
+
+/// Bytes asked of the zero source for a test limited by time: more than
+/// any test moves (1 TiB).
+const OPEN_ENDED_BYTES: u64 = 1 << 40;
+/// Bytes per write of a sending test.
+const CHUNK_BYTES: usize = 256 * 1024;
+static ZEROS: [u8; CHUNK_BYTES] = [0; CHUNK_BYTES];
+
+/// Which way a test's bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchDirection {
+    /// The client sends (`STOR /.rightsize/null/...`): iperf3's default.
+    Send,
+    /// The server sends (`RETR /.rightsize/zero/SIZE`): iperf3's `-R`.
+    Receive,
+}
+
+/// When a test ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchLimit {
+    /// After this many bytes.
+    Bytes(u64),
+    /// After this long (from the data connection being ready).
+    Time(Duration),
+}
+
+/// What to test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchPlan {
+    /// Which way.
+    pub direction: BenchDirection,
+    /// When to stop.
+    pub limit: BenchLimit,
+    /// The server's tuner for this test (`SITE RIGHTSIZE TUNE`), if it
+    /// offers the choice; `None` leaves the server's `--tune`.
+    pub server_tune: Option<TunerSpec>,
+    /// Ask the server for its TCP settings (`SITE RIGHTSIZE HOST`).
+    pub server_settings: bool,
+}
+
+/// What a test found beyond the transfer's [`Report`].
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// The transfer.
+    pub report: Report,
+    /// Whether the server's FEAT lists the RIGHTSIZE extension.
+    pub rightsize: bool,
+    /// The server's settings, when asked for and offered.
+    pub server_settings: Option<HostSettings>,
+    /// The server's tuner for this test, when it took the choice.
+    pub server_tune: Option<String>,
+    /// Why the test ended before its byte count: `time`, `interrupted`.
+    pub stopped: Option<String>,
+    /// The completion reply (a negative one after a planned stop).
+    pub completion: String,
+    /// What could not be measured or asked for, and why.
+    pub unseen: Vec<String>,
+}
+
+/// Runs one test against the server of `url` (its path is ignored).
+pub fn bench(
+    url: &FtpUrl,
+    plan: &BenchPlan,
+    options: &Options,
+    observer: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<BenchReport, ClientError> {
+    let mut session = Session::open(url, options, observer)?;
+    let feature = session.features.rightsize();
+    let rightsize = feature.is_some();
+    let offers = |c: Capability| feature.as_ref().is_some_and(|f| f.has(c));
+    let mut unseen = Vec::new();
+    if !rightsize {
+        // A server without the extension may still be rightsize serve
+        // (an older one); its zero source answers SIZE.
+        let probe = b"/.rightsize/zero/1";
+        let reply = session
+            .control
+            .command(&Command::Size(arg(probe, "path")?), observer)?;
+        if reply.code() != 213 {
+            return Err(ClientError::NoBenchmark {
+                server: session.control.server(),
+                reply: reply.to_string(),
+            });
+        }
+        unseen.push(
+            "the server is not rightsize (no RIGHTSIZE in FEAT): its socket, settings and tuner are not visible"
+                .to_owned(),
+        );
+    }
+    let server_settings = if plan.server_settings && offers(Capability::Host) {
+        Some(server_settings(&mut session, observer)?)
+    } else {
+        if plan.server_settings && rightsize {
+            unseen.push(
+                "the server does not offer SITE RIGHTSIZE HOST: its settings are not visible"
+                    .to_owned(),
+            );
+        }
+        None
+    };
+    let server_tune = match &plan.server_tune {
+        Some(spec) if offers(Capability::Tune) => {
+            let reply = session
+                .control
+                .command(&site("TUNE", Some(&spec.to_string()))?, observer)?;
+            if reply.code() == 200 {
+                Some(spec.to_string())
+            } else {
+                unseen.push(format!("the server refused tuner {spec}: {reply}"));
+                None
+            }
+        }
+        Some(spec) => {
+            if rightsize {
+                unseen.push(format!(
+                    "the server does not offer SITE RIGHTSIZE TUNE: it ran its own tuner, not {spec}"
+                ));
+            }
+            None
+        }
+        None => None,
+    };
+    if options.tune.is_some() {
+        session.rightsize_on(observer)?;
+    }
+    let outcome = match plan.direction {
+        BenchDirection::Send => send(&mut session, plan, options, observer, stop)?,
+        BenchDirection::Receive => receive(&mut session, plan, options, observer, stop)?,
+    };
+    let server = session.control.server();
+    session.quit(observer);
+    let (report, completion, stopped) = outcome;
+    let report = Report { server, ..report };
+    if report.server_tcp.is_none() && rightsize {
+        unseen.push(
+            "the server's TCP_INFO did not arrive (no tcpi= in its reply, no notice)".to_owned(),
+        );
+    }
+    Ok(BenchReport {
+        report,
+        rightsize,
+        server_settings,
+        server_tune,
+        stopped,
+        completion,
+        unseen,
+    })
+}
+
+type Outcome = (Report, String, Option<String>);
+
+fn site(sub: &str, arg_text: Option<&str>) -> Result<Command, ClientError> {
+    let args = match arg_text {
+        Some(a) => format!("{sub} {a}"),
+        None => sub.to_owned(),
+    };
+    let name = Token::new(rightsize_core::ftp::rightsize::EXTENSION).map_err(|source| {
+        ClientError::Argument {
+            what: "SITE name",
+            source,
+        }
+    })?;
+    let other =
+        SiteOther::new(name, Some(arg(args.as_bytes(), "SITE argument")?)).map_err(|e| {
+            ClientError::Unexpected {
+                server: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+                command: "SITE RIGHTSIZE".to_owned(),
+                reply: String::new(),
+                problem: e.to_string(),
+            }
+        })?;
+    Ok(Command::Site(
+        rightsize_core::ftp::command::SiteCommand::Other(other),
+    ))
+}
+
+/// `SITE RIGHTSIZE HOST`, read into settings (a refusal gives none).
+fn server_settings<S: Read + Write>(
+    session: &mut Session<S>,
+    observer: &mut dyn Observer,
+) -> Result<HostSettings, ClientError> {
+    let reply = session.control.command(&site("HOST", None)?, observer)?;
+    let lines: Vec<(String, String)> = if reply.code() == 211 {
+        reply
+            .lines()
+            .iter()
+            .filter_map(|l| {
+                let (k, v) = l.trim().split_once('=')?;
+                Some((k.trim().to_owned(), v.trim().to_owned()))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(HostSettings::parse(|key| {
+        lines
+            .iter()
+            .find(|(k, _)| k == key.name())
+            .map(|(_, v)| v.clone())
+    }))
+}
+
+fn done(stop: &dyn Fn() -> bool, plan: &BenchPlan, elapsed: Duration) -> Option<String> {
+    if stop() {
+        return Some("interrupted".to_owned());
+    }
+    match plan.limit {
+        BenchLimit::Time(limit) if elapsed >= limit => Some("time".to_owned()),
+        _ => None,
+    }
+}
+
+fn send(
+    session: &mut Session<std::net::TcpStream>,
+    plan: &BenchPlan,
+    options: &Options,
+    observer: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<Outcome, ClientError> {
+    let path = format!("/.rightsize/null/rightsize-test-{}", std::process::id()).into_bytes();
+    let stor = Command::Stor(arg(&path, "path")?);
+    let mut data = open_data(session, &stor, &path, Role::Sender, options, observer)?;
+    let total = match plan.limit {
+        BenchLimit::Bytes(b) => Some(b),
+        BenchLimit::Time(_) => None,
+    };
+    let mut stopped = None;
+    loop {
+        let moved = data.moved();
+        if total.is_some_and(|t| moved >= t) {
+            break;
+        }
+        if let Some(why) = done(stop, plan, data.started.elapsed()) {
+            stopped = Some(why);
+            break;
+        }
+        let n = total.map_or(CHUNK_BYTES, |t| {
+            usize::try_from(t - moved)
+                .unwrap_or(usize::MAX)
+                .min(CHUNK_BYTES)
+        });
+        let piece = &ZEROS[..n];
+        if let Err(e) = data.stream.write_all(piece) {
+            return Err(data.io_error("write", e, options));
+        }
+        data.passed(piece, &mut None, total, observer);
+    }
+    // The end of the upload is the close; waiting for the server's close
+    // means every byte was acknowledged (as `put` does).
+    if let Err(e) = data.stream.shutdown(Shutdown::Write) {
+        return Err(data.io_error("shutdown", e, options));
+    }
+    drain(&mut data.stream);
+    let (bytes, elapsed) = (data.moved(), data.started.elapsed());
+    // A planned stop of a send is a complete upload to the sink.
+    let finished = data.finish_or_stop(session, observer, false)?;
+    let completion = finished.completion.clone();
+    Ok((
+        Report {
+            url: String::new(),
+            direction: Direction::Put,
+            bytes,
+            elapsed,
+            expected_bytes: total,
+            ..finished.report()
+        },
+        completion,
+        stopped,
+    ))
+}
+
+fn receive(
+    session: &mut Session<std::net::TcpStream>,
+    plan: &BenchPlan,
+    options: &Options,
+    observer: &mut dyn Observer,
+    stop: &dyn Fn() -> bool,
+) -> Result<Outcome, ClientError> {
+    let size = match plan.limit {
+        BenchLimit::Bytes(b) => b,
+        BenchLimit::Time(_) => OPEN_ENDED_BYTES,
+    };
+    let path = format!("/.rightsize/zero/{size}").into_bytes();
+    let retr = Command::Retr(arg(&path, "path")?);
+    let mut data = open_data(session, &retr, &path, Role::Receiver, options, observer)?;
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    let mut stopped = None;
+    loop {
+        if let Some(why) = done(stop, plan, data.started.elapsed()) {
+            stopped = Some(why);
+            break;
+        }
+        let n = match data.stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(data.io_error("read", e, options)),
+        };
+        data.passed(&chunk[..n], &mut None, Some(size), observer);
+    }
+    let (bytes, elapsed) = (data.moved(), data.started.elapsed());
+    if stopped.is_none() && bytes != size {
+        return Err(ClientError::ShortTransfer {
+            server: session.control.server(),
+            path: String::from_utf8_lossy(&path).into_owned(),
+            got_bytes: bytes,
+            size_bytes: size,
+        });
+    }
+    let finished = data.finish_or_stop(session, observer, stopped.is_some())?;
+    let completion = finished.completion.clone();
+    Ok((
+        Report {
+            url: String::new(),
+            direction: Direction::Get,
+            bytes,
+            elapsed,
+            expected_bytes: (stopped.is_none()).then_some(size),
+            ..finished.report()
+        },
+        completion,
+        stopped,
+    ))
+}
+
+/// Reads until the peer closes or the read timeout passes.
+fn drain(stream: &mut std::net::TcpStream) {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match stream.read(&mut scratch) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
