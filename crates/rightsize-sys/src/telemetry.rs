@@ -541,13 +541,12 @@ impl Worker {
             .actions
             .iter()
             .any(|a| matches!(a, Action::SetWindowClamp(_)));
-        let sets_clamp = self.tuner_clamps;
         let raised = applied
             .iter()
             .filter(|a| a.action == "set_rcvbuf")
             .filter_map(|a| a.applied_bytes)
             .max();
-        if let (false, Some(buffer)) = (sets_clamp, raised) {
+        if let (false, Some(buffer)) = (self.tuner_clamps, raised) {
             let clamp = Action::SetWindowClamp(Bytes(buffer));
             applied.push(apply(&self.socket, clamp, floor, None));
         }

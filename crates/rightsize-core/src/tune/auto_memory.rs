@@ -133,9 +133,9 @@ impl Memory {
 
     /// Compares what the kernel shows with `window` (applied `since`): puts
     /// back a replaced clamp, and resizes the memory when the ratio proved
-    /// different. The memory is never trimmed below what the assumed ratio
-    /// needs to find the kernel's: a memory-limited window opens in bursts
-    /// as the application reads, and bursts overflow a shallow queue.
+    /// different. The memory is not trimmed to find a higher ratio: a
+    /// memory-limited window opens in bursts as the application reads, and
+    /// bursts overflow a shallow queue.
     pub fn check(
         &mut self,
         view: &View,
