@@ -15,7 +15,6 @@
 //! listed in `unseen` instead of failing the test.
 
 use std::io::{self, Read, Write};
-use std::net::Shutdown;
 use std::time::Duration;
 
 use rightsize_core::ftp::Command;
@@ -272,18 +271,10 @@ fn send(
                 .unwrap_or(usize::MAX)
                 .min(CHUNK_BYTES)
         });
-        let piece = &ZEROS[..n];
-        if let Err(e) = data.stream.write_all(piece) {
-            return Err(data.io_error("write", e, options));
-        }
-        data.passed(piece, &mut None, total, observer);
+        data.send(&ZEROS[..n], &mut None, total, observer, options)?;
     }
-    // The end of the upload is the close; waiting for the server's close
-    // means every byte was acknowledged (as `put` does).
-    if let Err(e) = data.stream.shutdown(Shutdown::Write) {
-        return Err(data.io_error("shutdown", e, options));
-    }
-    drain(&mut data.stream);
+    // Every byte acknowledged, as `put` does.
+    data.end_upload(options)?;
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     // A planned stop of a send is a complete upload to the sink.
     let finished = data.finish_or_stop(session, observer, false)?;
@@ -354,17 +345,4 @@ fn receive(
         completion,
         stopped,
     ))
-}
-
-/// Reads until the peer closes or the read timeout passes.
-fn drain(stream: &mut std::net::TcpStream) {
-    let mut scratch = [0u8; 4096];
-    loop {
-        match stream.read(&mut scratch) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
 }

@@ -159,19 +159,15 @@ pub fn put(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(local_error("read")(e)),
         };
-        let piece = &chunk[..n];
-        if let Err(e) = data.stream.write_all(piece) {
-            return Err(data.io_error("write", e, options));
-        }
-        data.passed(piece, &mut checksum, expected_bytes, observer);
+        data.send(
+            &chunk[..n],
+            &mut checksum,
+            expected_bytes,
+            observer,
+            options,
+        )?;
     }
-    // End of file in stream mode is the close (RFC 959 3.4.1). Waiting for
-    // the server's close too means every byte was acknowledged, so the
-    // elapsed time and the final TCP_INFO cover the whole transfer.
-    if let Err(e) = data.stream.shutdown(Shutdown::Write) {
-        return Err(data.io_error("shutdown", e, options));
-    }
-    drain(&mut data.stream);
+    data.end_upload(options)?;
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(&mut session, observer)?;
     let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
@@ -532,6 +528,34 @@ impl DataConn {
             server_info: self.exchange.as_ref().and_then(|e| e.last_info()),
             socket: &self.stream,
         });
+    }
+
+    /// Writes a piece of an upload and counts it ([`DataConn::passed`]).
+    pub(crate) fn send(
+        &mut self,
+        piece: &[u8],
+        checksum: &mut Option<Checksum>,
+        expected_bytes: Option<u64>,
+        observer: &mut dyn Observer,
+        options: &Options,
+    ) -> Result<(), ClientError> {
+        if let Err(e) = self.stream.write_all(piece) {
+            return Err(self.io_error("write", e, options));
+        }
+        self.passed(piece, checksum, expected_bytes, observer);
+        Ok(())
+    }
+
+    /// Ends an upload. End of file in stream mode is the close (RFC 959
+    /// 3.4.1); waiting for the server's close too means every byte was
+    /// acknowledged, so the elapsed time and the final TCP_INFO cover the
+    /// whole transfer.
+    pub(crate) fn end_upload(&mut self, options: &Options) -> Result<(), ClientError> {
+        if let Err(e) = self.stream.shutdown(Shutdown::Write) {
+            return Err(self.io_error("shutdown", e, options));
+        }
+        drain(&mut self.stream);
+        Ok(())
     }
 
     pub(crate) fn io_error(
