@@ -11,7 +11,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 use rightsize_core::diagnose::rtt::RttStats;
-use rightsize_core::diagnose::verdict::{self, DoctorFacts, End, RunFacts, Verdict};
+use rightsize_core::diagnose::verdict::{
+    self, DoctorFacts, End, RunFacts, Verdict, second_half_goodput,
+};
 use rightsize_core::tune::TunerSpec;
 use rightsize_core::units::{BitRate, human_rate};
 use rightsize_core::url::FtpUrl;
@@ -237,10 +239,18 @@ fn run_facts(test: &TestRun) -> RunFacts {
         .filter_map(|s| s.delivery_rate_bps)
         .chain(sender.and_then(|s| s.delivery_rate_bps))
         .max();
+    let report = &test.bench.report;
+    let seconds = report.elapsed.as_secs_f64();
+    let delivered: Vec<(f64, u64)> = test
+        .samples
+        .iter()
+        .map(|s| (s.t_s, s.delivered_bytes))
+        .collect();
     RunFacts {
         tune: test.tune.to_string(),
-        goodput_bps: test.bench.report.goodput_bps(),
-        seconds: test.bench.report.elapsed.as_secs_f64(),
+        goodput_bps: report.goodput_bps(),
+        seconds,
+        steady_goodput_bps: second_half_goodput(&delivered, seconds, report.bytes),
         sender,
         // The first samples are slow start, before any queue or limit.
         sender_rtt_us: test.samples.iter().filter_map(|s| s.rtt_us).collect(),

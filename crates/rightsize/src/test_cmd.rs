@@ -126,6 +126,9 @@ impl RunArgs {
 pub struct SenderSample {
     pub t_s: f64,
     pub bytes: u64,
+    /// Payload the receiver had: the bytes received, or on a sending
+    /// client its `tcpi_bytes_acked` (what it wrote includes its buffer).
+    pub delivered_bytes: u64,
     pub rtt_us: Option<u64>,
     pub delivery_rate_bps: Option<u64>,
     pub retrans_segs: Option<u64>,
@@ -270,8 +273,16 @@ impl Observer for TestWatch {
         if !sample_due && !line_due {
             return;
         }
-        let info = p.tcp_info().ok().map(|i| TcpSummary::from_tcp_info(&i));
+        let raw = p.tcp_info().ok();
+        let info = raw.as_ref().map(TcpSummary::from_tcp_info);
         if sample_due {
+            let delivered_bytes = match self.direction {
+                BenchDirection::Send => raw
+                    .as_ref()
+                    .and_then(|i| i.bytes_acked)
+                    .map_or(p.bytes, |acked| acked.min(p.bytes)),
+                BenchDirection::Receive => p.bytes,
+            };
             let sender = match self.direction {
                 BenchDirection::Send => info,
                 BenchDirection::Receive => p.server_info.as_ref().map(TcpSummary::from_peer_info),
@@ -279,6 +290,7 @@ impl Observer for TestWatch {
             self.samples.push(SenderSample {
                 t_s: p.elapsed.as_secs_f64(),
                 bytes: p.bytes,
+                delivered_bytes,
                 rtt_us: sender.and_then(|s| s.rtt_us),
                 delivery_rate_bps: sender.and_then(|s| s.delivery_rate_bps),
                 retrans_segs: sender.and_then(|s| s.total_retrans_segs),

@@ -36,6 +36,7 @@ fn run(tune: &str, goodput_mbit: f64, s: TcpSummary, rtts: Vec<u64>, peak_mbit: 
         tune: tune.into(),
         goodput_bps: goodput_mbit * 1e6,
         seconds: 5.0,
+        steady_goodput_bps: None,
         sender: Some(s),
         sender_rtt_us: rtts,
         peak_delivery_rate_bps: Some((peak_mbit * 1e6) as u64),
@@ -395,4 +396,36 @@ fn a_send_buffer_at_its_cap_near_capacity_is_not_called_a_limit() {
     kernel.sender_peak_sndbuf_bytes = Some(485_320);
     let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
     assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
+}
+
+#[test]
+fn the_second_half_is_measured_from_the_last_sample_before_half_time() {
+    let samples = [(1.0, 100_000), (2.0, 1_000_000), (2.5, 1_500_000)];
+    // From 2 s (1 MB) to the end at 4 s (3 MB): 2 MB in 2 s.
+    assert_eq!(
+        second_half_goodput(&samples, 4.0, 3_000_000),
+        Some(8_000_000.0)
+    );
+    assert_eq!(second_half_goodput(&samples, 1.5, 3_000_000), None);
+    assert_eq!(second_half_goodput(&samples, 4.0, 500_000), None);
+    assert_eq!(second_half_goodput(&[], 4.0, 1), None);
+}
+
+#[test]
+fn a_startup_loss_on_a_path_that_is_then_full_is_near_capacity() {
+    // Measured on diag_e2e's fine path (50 Mbit/s x 40 ms, 1 BDP queue):
+    // cubic's slow start overshoots once, 18 segments retransmitted, and
+    // the 4 s test reaches 86% of 48.3 Mbit/s; its second half 47.
+    let lossy = sender(4.0, 0.0, 0.0, 21_000_000, 26_000);
+    let mut kernel = run("kernel", 41.7, lossy, vec![RTT_US + 2_000; 10], 48.3);
+    let mut auto = fine_auto();
+    auto.goodput_bps = 40.0e6;
+    kernel.steady_goodput_bps = Some(47.0e6);
+    let wide = || host(4 << 20, 4 << 20);
+    let v = diagnose(&facts(kernel.clone(), auto.clone(), wide(), wide()));
+    assert_eq!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
+    assert!(v.summary.contains("in its second half"), "{}", v.summary);
+    kernel.steady_goodput_bps = Some(42.0e6);
+    let v = diagnose(&facts(kernel, auto, wide(), wide()));
+    assert_ne!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
 }

@@ -188,6 +188,9 @@ struct Auto {
     capacity: Option<f64>,
     ceiling_pending: bool,
     saturated_once: bool,
+    /// Whether the window has held the sender back yet: before that, a
+    /// queue is the sender's own slow start bursting into the bottleneck.
+    bound: bool,
     last_change: Duration,
     /// When `startup` last grew (or looked at growing) the window.
     last_growth: Duration,
@@ -220,6 +223,7 @@ impl Auto {
             capacity: None,
             ceiling_pending: false,
             saturated_once: false,
+            bound: false,
             last_change: Duration::ZERO,
             last_growth: Duration::ZERO,
             last_sample: None,
@@ -334,10 +338,15 @@ impl Auto {
             return Decision::none();
         };
         self.ceiling_pending = false;
-        if !matches!(self.state, State::Startup { .. }) {
-            return Decision::none();
-        }
         let ceiling = self.target(capacity, rt_prop);
+        match self.state {
+            State::Startup { .. } => {}
+            // Trains that come after the startup ended at a window well
+            // short of theirs (a burst read as a queue on a slow, short
+            // path): ramp on towards theirs.
+            State::Cruise | State::Drain(_) if self.window < RAMP_PAUSE_BELOW * ceiling => {}
+            _ => return Decision::none(),
+        }
         self.state = State::Startup {
             ceiling: Some(ceiling),
             ramp: Ramp::Add(ceiling * RAMP_LEAD),

@@ -11,7 +11,7 @@ use super::model::Path;
 use super::{Peer, Role, control_rtt, ms, rcvbufs, tuner};
 use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
-use crate::tune::{Action, Event, PeerInfo, PeerReport, Sample};
+use crate::tune::{Action, Event, PeerInfo, PeerReport, Sample, TrainProbe};
 use crate::units::Bytes;
 
 fn mbps(bytes_per_s: f64) -> f64 {
@@ -488,4 +488,80 @@ fn the_window_never_exceeds_what_the_limits_allow() {
     }
     assert!(biggest > 0);
     assert!(biggest <= super::limits().rmem_max.get());
+}
+
+/// A sender report 40 ms into the path: `rwnd_ms` of `busy_ms` limited by
+/// the window, at `rate_mbps`, smoothed RTT `rtt_ms` over a 40 ms minimum.
+fn slow_start_info(busy_ms: u64, rwnd_ms: u64, rate_mbps: u64, rtt_ms: u32) -> PeerInfo {
+    PeerInfo {
+        busy_time_us: Some(busy_ms * 1000),
+        rwnd_limited_us: Some(rwnd_ms * 1000),
+        sndbuf_limited_us: Some(0),
+        delivery_rate_bps: Some(rate_mbps * 1_000_000),
+        min_rtt_us: Some(40_000),
+        rtt_us: Some(rtt_ms * 1000),
+        bytes_retrans: Some(0),
+        total_retrans_segs: Some(0),
+    }
+}
+
+#[test]
+fn slow_start_bursts_that_the_window_did_not_cause_do_not_end_the_startup() {
+    // Measured on 50 Mbit/s x 40 ms (diag_e2e): a sender in slow start
+    // bursts its 64 KiB into the bottleneck (10 ms of queue at 50 Mbit/s),
+    // so its smoothed RTT reads +22% while the window has not yet held it
+    // back. That is the sender's queue, not a bandwidth found at 6.6 Mbit/s.
+    let mut auto = receiver();
+    auto.on_event(&control_rtt(0, 40));
+    let mut bytes = 0;
+    for step in 1..=8u64 {
+        let at = step * 25;
+        bytes += 30_000;
+        auto.on_event(&peer(at, slow_start_info(at, 0, 6, 49)));
+        let d = auto.on_event(&read_back(at, bytes, 65_536, 116_054, 65_536));
+        assert!(
+            !d.actions.contains(&Action::SetWindowClamp(Bytes(35_111))),
+            "{d:?}"
+        );
+        assert_eq!(auto.state(), "startup", "at {at} ms: {d:?}");
+    }
+    // Then the window holds it back, and the rate follows the window: ramp.
+    let mut grew = false;
+    for step in 9..=16u64 {
+        let at = step * 25;
+        bytes += 60_000;
+        auto.on_event(&peer(at, slow_start_info(at, (at - 200) * 9 / 10, 13, 44)));
+        let d = auto.on_event(&read_back(at, bytes, 65_536, 116_054, 65_536));
+        grew |= d
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::SetWindowClamp(b) if b.get() > 65_536));
+    }
+    assert!(grew, "a window-limited flow at the window's rate ramps");
+}
+
+#[test]
+fn trains_after_a_startup_that_ended_short_ramp_it_on() {
+    // The window held the sender at 64 KiB and the RTT read +22%: the
+    // startup ends at 6.6 Mbit/s. Then 50 Mbit/s trains arrive.
+    let mut auto = receiver();
+    auto.on_event(&control_rtt(0, 40));
+    auto.on_event(&peer(25, slow_start_info(25, 20, 6, 49)));
+    auto.on_event(&read_back(25, 30_000, 65_536, 116_054, 65_536));
+    auto.on_event(&peer(50, slow_start_info(50, 45, 6, 49)));
+    auto.on_event(&read_back(50, 60_000, 65_536, 116_054, 65_536));
+    assert_eq!(auto.state(), "cruise");
+    let mut ramped = None;
+    for train in 0..crate::tune::sobas::TRAINS as u64 {
+        // 48 packets of 1,500 bytes at 50 Mbit/s.
+        let d = auto.on_event(&Event::Train(TrainProbe {
+            at: ms(60 + train),
+            bytes: 47 * 1500,
+            dispersion: std::time::Duration::from_micros(47 * 240),
+        }));
+        ramped = d.record.map(|r| r.reason).or(ramped);
+    }
+    let reason = ramped.unwrap_or_default();
+    assert!(reason.contains("ramp up to"), "{reason}");
+    assert_eq!(auto.state(), "startup");
 }
