@@ -33,12 +33,8 @@
 //! invalid and left out of the medians. The command exits 0 whether or not
 //! the targets are met, 1 if a run failed.
 
-mod budget;
 mod options;
-mod paths;
-mod record;
 mod report;
-mod runner;
 #[cfg(test)]
 mod tests;
 
@@ -51,9 +47,10 @@ use anyhow::{Context, bail};
 use rightsize_core::path::{RateSpec, Side};
 use rightsize_core::units::{Bytes, human_duration};
 
-use budget::{Basis, RunSize};
-use paths::LoadedPath;
-use record::RunRecord;
+use rightsize_lab::run::budget::{self, Basis, RunSize};
+use rightsize_lab::run::paths::LoadedPath;
+use rightsize_lab::run::record::RunRecord;
+use rightsize_lab::run::{paths, record, runner};
 
 pub const USAGE: &str = "\
 usage: rightsize-bench tuners [--paths lfn,shallow,changing] [--tuners stock,static:16MiB,kernel,drs,sobas,freebsd,auto]
@@ -175,6 +172,9 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                     retrans_segs: m.retrans_segs,
                     client_tuner: m.client_tuner,
                     fidelity: outcome.fidelity,
+                    scenario: None,
+                    variant: None,
+                    ceiling_bps: Some(path.facts().ceiling_bps),
                 };
                 append_line(&runs_file, &serde_json::to_string(&record)?)?;
                 println!("  {}", run_line(&record, o.reps));
@@ -210,7 +210,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
             summaries.iter().filter(|s| s.path == path.name).collect();
         print!("{}", report::table(&mine));
     }
-    let facts: Vec<report::PathFacts> = paths.iter().map(LoadedPath::facts).collect();
+    let facts: Vec<paths::PathFacts> = paths.iter().map(LoadedPath::facts).collect();
     let judged = report::judge(&summaries, &facts);
     if !judged.is_empty() {
         println!();

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::record::RunRecord;
+use rightsize_lab::run::paths::PathFacts;
+use rightsize_lab::run::record::RunRecord;
 
 /// The median of the values (the mean of the two middle ones for an even
 /// count); `None` for none. NaNs sort last.
@@ -337,17 +338,6 @@ pub const TARGETS: &[Target] = &[
         note: " (target 2's bound on losses)",
     },
 ];
-
-/// What a path contributes to the targets: its BDP and goodput ceiling.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PathFacts {
-    /// The path's name.
-    pub name: String,
-    /// Bandwidth-delay product of the data's direction, bytes.
-    pub bdp_bytes: f64,
-    /// Goodput ceiling, bits/s.
-    pub ceiling_bps: f64,
-}
 
 /// A target's outcome.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,10 +9,11 @@ use rightsize_core::tune::TunerSpec;
 use rightsize_core::units::Bytes;
 use serde_json::json;
 
-use super::budget::{self, Basis};
+use rightsize_lab::run::budget::{self, Basis};
+use rightsize_lab::run::paths::{self, LoadedPath};
+use rightsize_lab::run::record::{self, RunRecord};
+
 use super::options;
-use super::paths::{self, LoadedPath};
-use super::record::{self, RunRecord};
 use super::report::{self, Summary, Verdict, median};
 
 fn args(s: &str) -> Vec<String> {
@@ -161,6 +162,9 @@ fn run(path: &str, tuner: &str, rep: usize, goodput_mbps: f64, peak_mb: f64) -> 
         retrans_segs: Some(1),
         client_tuner: None,
         fidelity: None,
+        scenario: None,
+        variant: None,
+        ceiling_bps: None,
     }
 }
 
@@ -255,8 +259,8 @@ fn summaries_take_medians_of_valid_runs_only() {
     assert!(table.contains("180.0"), "{table}");
 }
 
-fn facts(name: &str) -> report::PathFacts {
-    report::PathFacts {
+fn facts(name: &str) -> paths::PathFacts {
+    paths::PathFacts {
         name: name.into(),
         bdp_bytes: 2.5e6,
         ceiling_bps: 200e6 * 1448.0 / 1500.0,

@@ -8,7 +8,17 @@ use anyhow::{Context, bail};
 use rightsize_core::path::{PathSpec, Side};
 
 use super::budget;
-use super::report::PathFacts;
+
+/// What a path contributes to the targets: its BDP and goodput ceiling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathFacts {
+    /// The path's name.
+    pub name: String,
+    /// Bandwidth-delay product of the data's direction, bytes.
+    pub bdp_bytes: f64,
+    /// Goodput ceiling, bits/s.
+    pub ceiling_bps: f64,
+}
 
 /// Where the named paths live, in the source tree.
 pub const PATHS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/paths");

@@ -72,6 +72,15 @@ pub struct RunRecord {
     pub client_tuner: Option<Value>,
     /// `path run`'s fidelity verdict as written to `--results`.
     pub fidelity: Option<Value>,
+    /// The lab scenario the run belongs to (`rightsize lab`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    /// Its host-setting variant (`rightsize lab`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// The path's goodput ceiling (rate x 1448/1500), bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_bps: Option<f64>,
 }
 
 /// Parses one line of runs.jsonl; `Ok(None)` for a line of another kind.

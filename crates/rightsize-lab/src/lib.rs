@@ -1,0 +1,30 @@
+//! rightsize's lab (issue 6): transfers over emulated paths, run one at a
+//! time from scenario files, and the plots and reports made from the data
+//! files they leave (`rightsize lab`, `rightsize demo`). The benchmarks of
+//! `rightsize-bench` run through the same machinery.
+//!
+//! - [`scenario`]: a scenario file, parsed and checked.
+//! - [`run`]: one run, a fresh `rightsize path run` with `rightsize serve`
+//!   on the right host and `rightsize get` on the left (the receiver), and
+//!   the record of what it measured.
+//!
+//! A results directory `DIR` (what `lab run` writes and `lab report` reads):
+//!
+//! ```text
+//! DIR/lab.json                       {"kind":"lab","version":"0.1.0",...}: whose directory it is
+//! DIR/scenarios/NAME.toml            a copy of each scenario that ran, as run
+//! DIR/runs.jsonl                     one line per finished run (run::record::RunRecord,
+//!                                    with `scenario`, `variant`, `ceiling_bps`)
+//! DIR/NAME/VARIANT/TUNER-SIZE-repN/  a run: spec.toml, path.json (path run --results),
+//!                                    client.json (get --json), client.jsonl (the
+//!                                    receiver's telemetry), *-retr.jsonl (the sender's
+//!                                    telemetry), server.log, path.log
+//! DIR/report/                        index.html, summary.md, NAME-PLOT.svg and .png
+//! ```
+//!
+//! A run's line is appended only once the run is over, so a directory
+//! that was interrupted holds whole runs only; a re-run skips the runs
+//! whose line is there.
+
+pub mod run;
+pub mod scenario;

@@ -1,0 +1,6 @@
+//! One run over an emulated path and its record.
+
+pub mod budget;
+pub mod paths;
+pub mod record;
+pub mod runner;
