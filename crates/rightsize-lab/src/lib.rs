@@ -26,5 +26,6 @@
 //! that was interrupted holds whole runs only; a re-run skips the runs
 //! whose line is there.
 
+pub mod lab;
 pub mod run;
 pub mod scenario;

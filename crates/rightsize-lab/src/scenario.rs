@@ -109,6 +109,11 @@ pub struct Scenario {
     /// Repetitions of each (tuner, size, variant).
     #[serde(default = "default_reps")]
     pub reps: usize,
+    /// A tuner whose fixed window allows less than 20 Mbit/s (`stock`)
+    /// moves only what lasts this long instead of a larger size (the
+    /// record keeps the size asked); none: every size in full.
+    #[serde(default)]
+    pub max_run_seconds: Option<f64>,
     /// Host-setting variants; none means the path's own settings.
     #[serde(default)]
     pub variants: Vec<Variant>,
@@ -209,6 +214,11 @@ impl Checked {
                 Ok(b)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        if let Some(secs) = scenario.max_run_seconds
+            && !(1.0..=3600.0).contains(&secs)
+        {
+            bail!("scenario {name:?}: max_run_seconds = {secs}: accepted are 1 to 3600");
+        }
         let mut names = std::collections::BTreeSet::new();
         for v in &scenario.variants {
             if v.name.is_empty() || !names.insert(v.name.as_str()) {

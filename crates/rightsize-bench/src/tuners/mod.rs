@@ -39,9 +39,7 @@ mod report;
 mod tests;
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use rightsize_core::path::{RateSpec, Side};
@@ -49,7 +47,7 @@ use rightsize_core::units::{Bytes, human_duration};
 
 use rightsize_lab::run::budget::{self, Basis, RunSize};
 use rightsize_lab::run::paths::LoadedPath;
-use rightsize_lab::run::record::RunRecord;
+use rightsize_lab::run::runner::{append_line, dir_name, run_line, unix_seconds};
 use rightsize_lab::run::{paths, record, runner};
 
 pub const USAGE: &str = "\
@@ -141,41 +139,22 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                     dir: dir.clone(),
                     deadline: budget::run_deadline(size, &path.spec),
                 })?;
-                let m = outcome.measured;
-                let record = RunRecord {
-                    kind: record::RUN_KIND.to_owned(),
-                    invocation: invocation.clone(),
-                    argv: argv.clone(),
-                    bench_version: env!("CARGO_PKG_VERSION").to_owned(),
-                    rightsize_version: m.rightsize_version,
-                    kernel: kernel.clone(),
-                    started_unix_s,
-                    path: path.name.clone(),
-                    spec_file: path.file.to_string_lossy().into_owned(),
-                    tuner: tuner.clone(),
-                    rep,
-                    size_bytes: size.bytes.0,
-                    shortened_from_bytes: size.shortened.map(|_| o.size.0),
-                    run_dir: dir.to_string_lossy().into_owned(),
-                    wall_seconds: outcome.wall.as_secs_f64(),
-                    path_exit_code: outcome.exit_code,
-                    valid: outcome.fidelity_valid && outcome.error.is_none(),
-                    failed_checks: outcome.failed_checks,
-                    error: outcome.error,
-                    goodput_bps: m.goodput_bps,
-                    transfer_seconds: m.transfer_seconds,
-                    bytes: m.bytes,
-                    peak_rcvbuf_bytes: m.peak_rcvbuf_bytes,
-                    mean_rcvbuf_bytes: m.mean_rcvbuf_bytes,
-                    peak_sndbuf_bytes: m.peak_sndbuf_bytes,
-                    bytes_retrans: m.bytes_retrans,
-                    retrans_segs: m.retrans_segs,
-                    client_tuner: m.client_tuner,
-                    fidelity: outcome.fidelity,
-                    scenario: None,
-                    variant: None,
-                    ceiling_bps: Some(path.facts().ceiling_bps),
-                };
+                let record = outcome.into_record(
+                    runner::Identity {
+                        invocation: invocation.clone(),
+                        argv: argv.clone(),
+                        kernel: kernel.clone(),
+                        started_unix_s,
+                        tuner: tuner.clone(),
+                        rep,
+                        size_bytes: size.bytes.0,
+                        shortened_from_bytes: size.shortened.map(|_| o.size.0),
+                        run_dir: dir.to_string_lossy().into_owned(),
+                        scenario: None,
+                        variant: None,
+                    },
+                    path,
+                );
                 append_line(&runs_file, &serde_json::to_string(&record)?)?;
                 println!("  {}", run_line(&record, o.reps));
                 if record.error.is_some() {
@@ -242,29 +221,6 @@ fn rightsize_bin() -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
-fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// A tuner's text as a directory name: `static-16MiB`.
-fn dir_name(tuner: &str) -> String {
-    tuner
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
-}
-
-fn append_line(file: &Path, line: &str) -> anyhow::Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .with_context(|| format!("cannot open {}", file.display()))?;
-    writeln!(f, "{line}").with_context(|| format!("cannot write {}", file.display()))
-}
-
 fn shortened_note(
     tuner: &str,
     size: RunSize,
@@ -282,35 +238,5 @@ fn shortened_note(
         size.bytes.human_iec(),
         asked.human_iec(),
         human_duration(budget)
-    )
-}
-
-/// `auto rep 1/3: 185.2 Mbit/s, rcvbuf peak 4.21 MB mean 3.10 MB, sndbuf
-/// peak 5.00 MB, retrans 0 B (0 segs), 512 MiB in 23.1 s (run 28.4 s), valid`.
-fn run_line(r: &RunRecord, reps: usize) -> String {
-    let mb =
-        |b: Option<u64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.2}", b as f64 / 1e6));
-    let verdict = match (&r.error, r.valid) {
-        (Some(e), _) => format!("FAILED: {e}"),
-        (None, true) => "valid".to_owned(),
-        (None, false) => format!("INVALID (fidelity: {})", r.failed_checks.join(", ")),
-    };
-    format!(
-        "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} MB mean {} MB, sndbuf peak {} MB, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
-        r.tuner,
-        r.rep,
-        r.goodput_bps
-            .map_or_else(|| "-".to_owned(), |g| format!("{:.1}", g / 1e6)),
-        mb(r.peak_rcvbuf_bytes),
-        mb(r.mean_rcvbuf_bytes),
-        mb(r.peak_sndbuf_bytes),
-        r.bytes_retrans
-            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
-        r.retrans_segs
-            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
-        Bytes(r.size_bytes).human_iec(),
-        r.transfer_seconds
-            .map_or_else(|| "-".to_owned(), |t| format!("{t:.1}")),
-        r.wall_seconds
     )
 }

@@ -399,6 +399,29 @@ fn a_send_buffer_at_its_cap_near_capacity_is_not_called_a_limit() {
 }
 
 #[test]
+fn the_advised_send_buffer_a_little_below_a_higher_estimate_is_not_a_limit() {
+    // CI after the tcp_wmem fix: the cap was the advice's 2 x BDP, 492,938
+    // bytes; this test's peak delivery rate, 52.1 Mbit/s, made 2 x BDP
+    // 521,256; a lossy kernel test reached 70%.
+    let mut client = host(4 << 20, 4 << 20);
+    client.tcp_wmem = Some(BufferTriple {
+        min: 4096,
+        default: 16_384,
+        max: 492_938,
+    });
+    let mut kernel = run(
+        "kernel",
+        36.4,
+        sender(4.0, 0.0, 0.0, 18_000_000, 90_000),
+        vec![RTT_US + 20_000; 20],
+        52.1,
+    );
+    kernel.sender_peak_sndbuf_bytes = Some(492_938);
+    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
+}
+
+#[test]
 fn the_second_half_is_measured_from_the_last_sample_before_half_time() {
     let samples = [(1.0, 100_000), (2.0, 1_000_000), (2.5, 1_500_000)];
     // From 2 s (1 MB) to the end at 4 s (3 MB): 2 MB in 2 s.

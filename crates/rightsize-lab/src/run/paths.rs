@@ -76,6 +76,48 @@ impl LoadedPath {
         })
     }
 
+    /// This path with `left`/`right` keys laid over its hosts' tables (a
+    /// lab variant's host settings), checked again; named `NAME+variant`.
+    pub fn with_hosts(
+        &self,
+        variant: &str,
+        left: &std::collections::BTreeMap<String, toml::Value>,
+        right: &std::collections::BTreeMap<String, toml::Value>,
+    ) -> anyhow::Result<LoadedPath> {
+        if left.is_empty() && right.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut table: toml::Table = self.text.parse()?;
+        for (host, keys) in [("left", left), ("right", right)] {
+            let entry = table
+                .entry(host)
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let toml::Value::Table(t) = entry else {
+                bail!("path spec {}: {host} is not a table", self.file.display());
+            };
+            for (k, v) in keys {
+                t.insert(k.clone(), v.clone());
+            }
+        }
+        let text = toml::to_string(&table)?;
+        let base = self.file.parent().map(Path::to_owned).unwrap_or_default();
+        let spec = PathSpec::from_toml(&text, &mut |name| {
+            std::fs::read_to_string(base.join(name)).map_err(|e| e.to_string())
+        })
+        .with_context(|| {
+            format!(
+                "path spec {} with the host settings of variant {variant:?}",
+                self.file.display()
+            )
+        })?;
+        Ok(LoadedPath {
+            name: self.name.clone(),
+            file: self.file.clone(),
+            text,
+            spec,
+        })
+    }
+
     /// What the targets need to know of it.
     pub fn facts(&self) -> PathFacts {
         PathFacts {

@@ -19,7 +19,7 @@ use rightsize_core::units::Bytes;
 use serde_json::Value;
 
 use super::paths::LoadedPath;
-use super::record::{self, Measured};
+use super::record::{self, Measured, RunRecord};
 
 /// The server's control port inside the right host's namespace.
 pub const PORT: u16 = 2121;
@@ -257,4 +257,129 @@ fn server_telemetry(dir: &Path) -> Option<String> {
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+/// What a run's record says of it besides what it measured.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// See [`RunRecord`].
+    pub invocation: String,
+    /// See [`RunRecord`].
+    pub argv: Vec<String>,
+    /// See [`RunRecord`].
+    pub kernel: String,
+    /// See [`RunRecord`].
+    pub started_unix_s: u64,
+    /// See [`RunRecord`].
+    pub tuner: String,
+    /// See [`RunRecord`].
+    pub rep: usize,
+    /// See [`RunRecord`].
+    pub size_bytes: u64,
+    /// See [`RunRecord`].
+    pub shortened_from_bytes: Option<u64>,
+    /// See [`RunRecord`].
+    pub run_dir: String,
+    /// See [`RunRecord`].
+    pub scenario: Option<String>,
+    /// See [`RunRecord`].
+    pub variant: Option<String>,
+}
+
+impl Outcome {
+    /// The run's line of `runs.jsonl`.
+    pub fn into_record(self, id: Identity, path: &LoadedPath) -> RunRecord {
+        let m = self.measured;
+        RunRecord {
+            kind: record::RUN_KIND.to_owned(),
+            invocation: id.invocation,
+            argv: id.argv,
+            bench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            rightsize_version: m.rightsize_version,
+            kernel: id.kernel,
+            started_unix_s: id.started_unix_s,
+            path: path.name.clone(),
+            spec_file: path.file.to_string_lossy().into_owned(),
+            tuner: id.tuner,
+            rep: id.rep,
+            size_bytes: id.size_bytes,
+            shortened_from_bytes: id.shortened_from_bytes,
+            run_dir: id.run_dir,
+            wall_seconds: self.wall.as_secs_f64(),
+            path_exit_code: self.exit_code,
+            valid: self.fidelity_valid && self.error.is_none(),
+            failed_checks: self.failed_checks,
+            error: self.error,
+            goodput_bps: m.goodput_bps,
+            transfer_seconds: m.transfer_seconds,
+            bytes: m.bytes,
+            peak_rcvbuf_bytes: m.peak_rcvbuf_bytes,
+            mean_rcvbuf_bytes: m.mean_rcvbuf_bytes,
+            peak_sndbuf_bytes: m.peak_sndbuf_bytes,
+            bytes_retrans: m.bytes_retrans,
+            retrans_segs: m.retrans_segs,
+            client_tuner: m.client_tuner,
+            fidelity: self.fidelity,
+            scenario: id.scenario,
+            variant: id.variant,
+            ceiling_bps: Some(path.facts().ceiling_bps),
+        }
+    }
+}
+
+/// A tuner's text as a directory name: `static-16MiB`.
+pub fn dir_name(tuner: &str) -> String {
+    tuner
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Appends one line to `file` (one write: a run's line is whole or absent).
+pub fn append_line(file: &Path, line: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .with_context(|| format!("cannot open {}", file.display()))?;
+    f.write_all(format!("{line}\n").as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// Seconds since the epoch.
+pub fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `auto rep 1/3: 185.2 Mbit/s, rcvbuf peak 4.21 MB mean 3.10 MB, sndbuf
+/// peak 5.00 MB, retrans 0 B (0 segs), 512 MiB in 23.1 s (run 28.4 s), valid`.
+pub fn run_line(r: &RunRecord, reps: usize) -> String {
+    let mb =
+        |b: Option<u64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.2}", b as f64 / 1e6));
+    let verdict = match (&r.error, r.valid) {
+        (Some(e), _) => format!("FAILED: {e}"),
+        (None, true) => "valid".to_owned(),
+        (None, false) => format!("INVALID (fidelity: {})", r.failed_checks.join(", ")),
+    };
+    format!(
+        "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} MB mean {} MB, sndbuf peak {} MB, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
+        r.tuner,
+        r.rep,
+        r.goodput_bps
+            .map_or_else(|| "-".to_owned(), |g| format!("{:.1}", g / 1e6)),
+        mb(r.peak_rcvbuf_bytes),
+        mb(r.mean_rcvbuf_bytes),
+        mb(r.peak_sndbuf_bytes),
+        r.bytes_retrans
+            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+        r.retrans_segs
+            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+        Bytes(r.size_bytes).human_iec(),
+        r.transfer_seconds
+            .map_or_else(|| "-".to_owned(), |t| format!("{t:.1}")),
+        r.wall_seconds
+    )
 }
