@@ -259,15 +259,7 @@ pub fn prepare(scenarios: &[ScenarioFile], o: &Options) -> anyhow::Result<Vec<Ru
         .with_context(|| format!("cannot create {}", o.out.join("scenarios").display()))?;
     let info_file = o.out.join("lab.json");
     if info_file.exists() {
-        let info = read_info(o.out)?;
-        if info.quick != o.quick {
-            bail!(
-                "{} holds {} runs; this is a {} run: give --out another directory",
-                o.out.display(),
-                if info.quick { "--quick" } else { "full" },
-                if o.quick { "--quick" } else { "full" }
-            );
-        }
+        check_info(o.out, o.quick)?;
     } else {
         let info = LabInfo {
             kind: "lab".into(),
@@ -294,6 +286,20 @@ pub fn prepare(scenarios: &[ScenarioFile], o: &Options) -> anyhow::Result<Vec<Ru
         }
     }
     recorded(o.out)
+}
+
+/// Checks that `dir` holds runs of this version and of this mode.
+pub fn check_info(dir: &Path, quick: bool) -> anyhow::Result<()> {
+    let info = read_info(dir)?;
+    if info.quick != quick {
+        bail!(
+            "{} holds {} runs; this is a {} run: give --out another directory",
+            dir.display(),
+            if info.quick { "--quick" } else { "full" },
+            if quick { "--quick" } else { "full" }
+        );
+    }
+    Ok(())
 }
 
 /// `lab.json` of a results directory, checked to be of this version.

@@ -29,3 +29,6 @@
 pub mod lab;
 pub mod run;
 pub mod scenario;
+
+#[cfg(test)]
+mod tests;

@@ -50,6 +50,12 @@ pub enum Command {
     /// Say what limits one TCP stream to a rightsize server, and the settings that fix it.
     #[command(long_about = crate::doctor::DOCTOR_ABOUT)]
     Doctor(crate::doctor::DoctorArgs),
+    /// Reproduce the seeds' experiments on emulated paths: runs, plots and a report.
+    #[command(long_about = crate::lab::LAB_ABOUT)]
+    Lab(crate::lab::LabArgs),
+    /// The main job: five buffer policies on a built-in long fat path, a table and a report.
+    #[command(long_about = crate::lab::DEMO_ABOUT)]
+    Demo(crate::lab::DemoArgs),
 }
 
 const GET_ABOUT: &str = "\

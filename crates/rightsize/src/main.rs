@@ -8,6 +8,7 @@ mod advise;
 mod cli;
 mod cross;
 mod doctor;
+mod lab;
 mod passwd;
 mod path;
 mod ping;
@@ -37,6 +38,8 @@ fn main() -> ExitCode {
         cli::Command::Ping(args) => ping::run(&args),
         cli::Command::Test(args) => test_cmd::run(&args),
         cli::Command::Doctor(args) => doctor::run(&args),
+        cli::Command::Lab(args) => lab::run(args),
+        cli::Command::Demo(args) => lab::demo(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,123 @@
+//! The scenario format and the plan, without running anything.
+
+use std::path::Path;
+
+use crate::lab::{self, ScenarioFile};
+use crate::scenario::Checked;
+
+const MINIMAL: &str = r#"
+title = "t"
+path = "lfn"
+tuners = ["stock", "auto"]
+sizes = ["1MiB", "8MiB"]
+reps = 2
+plots = ["goodput-vs-size"]
+"#;
+
+fn err(text: &str) -> String {
+    format!("{:#}", Checked::parse("x", text, false).expect_err("refused"))
+}
+
+#[test]
+fn a_scenario_with_bad_input_is_refused_with_the_value_quoted() {
+    let e = err(&MINIMAL.replace("\"auto\"", "\"fast\""));
+    assert!(e.contains("tuner \"fast\""), "{e}");
+    let e = err(&MINIMAL.replace("\"8MiB\"", "\"lots\""));
+    assert!(e.contains("size \"lots\""), "{e}");
+    let e = err(&MINIMAL.replace("\"8MiB\"", "\"0B\""));
+    assert!(e.contains("accepted are 1 byte to 16 GiB"), "{e}");
+    let e = err(&MINIMAL.replace("reps = 2", "reps = 0"));
+    assert!(e.contains("reps = 0"), "{e}");
+    let e = err(&MINIMAL.replace("goodput-vs-size", "pie"));
+    assert!(e.contains("pie"), "{e}");
+    let e = err(&format!("{MINIMAL}\nspeed = 3\n"));
+    assert!(e.contains("speed"), "{e}");
+    let e = format!(
+        "{:#}",
+        Checked::parse("x", MINIMAL, true).expect_err("no [quick]")
+    );
+    assert!(e.contains("[quick]"), "{e}");
+    let claim = format!(
+        "{MINIMAL}\n[[claims]]\nseed = \"s\"\ntext = \"c\"\ntuner = \"drs\"\nover = \"stock\"\npublished = 2.0\nholds_at_least = 1.0\n"
+    );
+    assert!(err(&claim).contains("tuner \"drs\""));
+}
+
+#[test]
+fn every_builtin_scenario_loads_in_both_modes() {
+    let names = lab::builtin_names();
+    assert!(names.contains(&"demo".to_owned()), "{names:?}");
+    for name in names {
+        for quick in [false, true] {
+            let s = ScenarioFile::load(&name, quick)
+                .unwrap_or_else(|e| panic!("{name} quick={quick}: {e:#}"));
+            assert!(!lab::plan(&[s]).is_empty());
+        }
+    }
+}
+
+#[test]
+fn the_plan_alternates_tuners_and_names_each_run_its_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mini.toml");
+    std::fs::write(&file, MINIMAL).expect("write");
+    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    let plan = lab::plan(&[s]);
+    assert_eq!(plan.len(), 2 * 2 * 2);
+    let order: Vec<String> = plan
+        .iter()
+        .map(|p| format!("{}:{}:{}", p.rep, p.size.human_iec(), p.tuner))
+        .collect();
+    assert_eq!(
+        order[..4],
+        ["1:1 MiB:stock", "1:1 MiB:auto", "1:8 MiB:stock", "1:8 MiB:auto"]
+    );
+    assert_eq!(
+        plan[1].dir,
+        Path::new("mini").join("path").join("auto-1-MiB-rep1")
+    );
+    // The record of a run is found again by what it was asked.
+    let mut r = sample_record();
+    r.scenario = Some("mini".into());
+    r.variant = Some("path".into());
+    r.tuner = "auto".into();
+    r.rep = 1;
+    r.size_bytes = 1 << 20;
+    assert!(plan[1].is(&r));
+    assert!(!plan[0].is(&r));
+}
+
+#[test]
+fn a_variant_lays_its_host_settings_over_the_path() {
+    let text = format!(
+        "{MINIMAL}\n[[variants]]\nname = \"default\"\n[[variants]]\nname = \"tuned\"\n[variants.left]\ntcp_rmem = \"4096 131072 6000000\"\n"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("v.toml");
+    std::fs::write(&file, &text).expect("write");
+    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    assert_eq!(s.paths.len(), 2);
+    assert!(s.paths[1].1.text.contains("6000000"));
+    assert!(!s.paths[0].1.text.contains("6000000"));
+    let bad = text.replace("tcp_rmem = \"4096 131072 6000000\"", "tcp_rmem = \"lots\"");
+    std::fs::write(&file, bad).expect("write");
+    let e = format!(
+        "{:#}",
+        ScenarioFile::load(&file.to_string_lossy(), false).expect_err("refused")
+    );
+    assert!(e.contains("variant \"tuned\""), "{e}");
+}
+
+fn sample_record() -> crate::run::record::RunRecord {
+    serde_json::from_value(serde_json::json!({
+        "kind": "run", "invocation": "1-2", "argv": [], "bench_version": "0.1.0",
+        "rightsize_version": null, "kernel": "", "started_unix_s": 0, "path": "lfn",
+        "spec_file": "", "tuner": "stock", "rep": 1, "size_bytes": 1,
+        "shortened_from_bytes": null, "run_dir": "", "wall_seconds": 0.0,
+        "path_exit_code": null, "valid": true, "failed_checks": [], "error": null,
+        "goodput_bps": null, "transfer_seconds": null, "bytes": null,
+        "peak_rcvbuf_bytes": null, "mean_rcvbuf_bytes": null, "peak_sndbuf_bytes": null,
+        "bytes_retrans": null, "retrans_segs": null, "client_tuner": null, "fidelity": null
+    }))
+    .expect("a record")
+}
