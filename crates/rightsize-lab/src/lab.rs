@@ -9,34 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::{Bytes, human_duration};
-use serde::{Deserialize, Serialize};
+use rightsize_core::units::Bytes;
 
+use crate::layout::{LabInfo, RUNS_JSONL};
 use crate::run::budget::{self, RunSize};
 use crate::run::paths::LoadedPath;
-use crate::run::record::{self, RunRecord};
+use crate::run::record::RunRecord;
 use crate::run::runner::{self, append_line, dir_name, unix_seconds};
 use crate::scenario::{Checked, Variant};
 
 /// Where the built-in scenarios live, in the source tree.
 pub const SCENARIOS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/scenarios");
-
-/// What `lab.json` says of a results directory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabInfo {
-    /// Always "lab".
-    pub kind: String,
-    /// The version of rightsize that made it.
-    pub version: String,
-    /// The kernel release.
-    pub kernel: String,
-    /// When it was made, unix seconds.
-    pub created_unix_s: u64,
-    /// Whether it holds `--quick` runs.
-    pub quick: bool,
-    /// The command line that made it.
-    pub argv: Vec<String>,
-}
 
 /// Overhead of one run besides the transfer (path up and down, checks).
 const RUN_OVERHEAD: Duration = Duration::from_secs(6);
@@ -261,14 +244,7 @@ pub fn prepare(scenarios: &[ScenarioFile], o: &Options) -> anyhow::Result<Vec<Ru
     if info_file.exists() {
         check_info(o.out, o.quick)?;
     } else {
-        let info = LabInfo {
-            kind: "lab".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            kernel: o.kernel.clone(),
-            created_unix_s: unix_seconds(),
-            quick: o.quick,
-            argv: o.argv.clone(),
-        };
+        let info = LabInfo::new(o.kernel.clone(), unix_seconds(), o.quick, o.argv.clone());
         write_new(&info_file, &serde_json::to_string_pretty(&info)?)?;
     }
     for s in scenarios {
@@ -304,49 +280,15 @@ pub fn check_info(dir: &Path, quick: bool) -> anyhow::Result<()> {
 
 /// `lab.json` of a results directory, checked to be of this version.
 pub fn read_info(dir: &Path) -> anyhow::Result<LabInfo> {
-    let file = dir.join("lab.json");
-    let text = fs::read_to_string(&file).with_context(|| {
-        format!(
-            "{} is not a lab results directory (no readable lab.json)",
-            dir.display()
-        )
-    })?;
-    let info: LabInfo = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a lab.json", file.display()))?;
-    if info.kind != "lab" {
-        bail!("{}: kind {:?}, expected \"lab\"", file.display(), info.kind);
-    }
-    if info.version != env!("CARGO_PKG_VERSION") {
-        bail!(
-            "{} was made by rightsize {} and this is {}: give --out another directory",
-            dir.display(),
-            info.version,
-            env!("CARGO_PKG_VERSION")
-        );
-    }
-    Ok(info)
+    crate::report::load::lab_info(dir)
 }
 
-/// The runs recorded in `DIR/runs.jsonl` (none if it does not exist).
+/// The runs recorded in `DIR/runs.jsonl` (none if it does not exist yet).
 pub fn recorded(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
-    let file = dir.join("runs.jsonl");
-    let text = match fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
-    let mut runs = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(r) = record::parse_line(line)
-            .with_context(|| format!("{} line {}", file.display(), i + 1))?
-        {
-            runs.push(r);
-        }
+    if !dir.join(RUNS_JSONL).exists() {
+        return Ok(Vec::new());
     }
-    Ok(runs)
+    crate::report::load::runs(dir)
 }
 
 /// Writes a file through a temporary name, so it is whole or absent.
@@ -442,6 +384,16 @@ pub fn run(
     Ok(summary)
 }
 
+/// A duration as a person reads a time left: "45 s", "12 min", "1 h 05 min".
+pub fn eta(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s.div_ceil(60)),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// "288 runs, about 41 min".
 pub fn plan_line(plan: &[Planned], skipped: usize) -> String {
     let total: Duration = plan.iter().map(|p| p.estimate).sum();
@@ -449,6 +401,6 @@ pub fn plan_line(plan: &[Planned], skipped: usize) -> String {
         "{} runs ({} already recorded), about {} if the tuners reach their expected rates",
         plan.len(),
         skipped,
-        human_duration(total)
+        eta(total)
     )
 }

@@ -4,6 +4,8 @@
 //! `rightsize-bench` run through the same machinery.
 //!
 //! - [`scenario`]: a scenario file, parsed and checked.
+//! - [`layout`]: the names of a results directory's files and `lab.json`.
+//! - [`report`]: `lab report`, the tables and plots of a results directory.
 //! - [`run`]: one run, a fresh `rightsize path run` with `rightsize serve`
 //!   on the right host and `rightsize get` on the left (the receiver), and
 //!   the record of what it measured.
@@ -27,6 +29,8 @@
 //! whose line is there.
 
 pub mod lab;
+pub mod layout;
+pub mod report;
 pub mod run;
 pub mod scenario;
 

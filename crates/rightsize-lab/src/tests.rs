@@ -15,7 +15,10 @@ plots = ["goodput-vs-size"]
 "#;
 
 fn err(text: &str) -> String {
-    format!("{:#}", Checked::parse("x", text, false).expect_err("refused"))
+    format!(
+        "{:#}",
+        Checked::parse("x", text, false).expect_err("refused")
+    )
 }
 
 #[test]
@@ -70,7 +73,12 @@ fn the_plan_alternates_tuners_and_names_each_run_its_directory() {
         .collect();
     assert_eq!(
         order[..4],
-        ["1:1 MiB:stock", "1:1 MiB:auto", "1:8 MiB:stock", "1:8 MiB:auto"]
+        [
+            "1:1 MiB:stock",
+            "1:1 MiB:auto",
+            "1:8 MiB:stock",
+            "1:8 MiB:auto"
+        ]
     );
     assert_eq!(
         plan[1].dir,

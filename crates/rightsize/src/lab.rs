@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rightsize_core::units::{Bytes, human_duration};
+use rightsize_core::units::Bytes;
 use rightsize_lab::lab::{self, Planned, ScenarioFile};
 use rightsize_lab::report;
 use rightsize_lab::run::record::RunRecord;
@@ -100,14 +100,20 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         LabCommand::List => {
             for name in lab::builtin_names() {
-                let title = ScenarioFile::load(&name, false)
-                    .map_or_else(|e| format!("(invalid: {e:#})"), |s| s.checked.scenario.title);
+                let title = ScenarioFile::load(&name, false).map_or_else(
+                    |e| format!("(invalid: {e:#})"),
+                    |s| s.checked.scenario.title,
+                );
                 println!("{name:<16} {title}");
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Run(a) => run_scenarios(&a.scenarios, &a.out, a.quick, a.dry_run, false),
         LabCommand::Report(a) => {
+            if let Err(e) = lab::read_info(&a.dir) {
+                eprintln!("rightsize: {e:#}");
+                return Ok(ExitCode::from(2));
+            }
             let files = report::make_report(&a.dir)?;
             print_report_files(&files);
             Ok(ExitCode::SUCCESS)
@@ -231,7 +237,7 @@ impl lab::Progress for Lines {
         };
         print!(
             "[{index}/{total}, ~{} left] {} {} {} {}{shortened} rep {}: ",
-            human_duration(left),
+            lab::eta(left),
             run.scenario,
             run.variant_name,
             run.tuner,
@@ -275,8 +281,7 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
                 (Some(g), Some(b)) if b > 0 => format!("{:.1}", g / 1e6 / (b as f64 / 1e6)),
                 _ => "-".into(),
             };
-            let to90 = report::time_to_fraction(&out.join(&r.run_dir), r.ceiling_bps, 0.9)
-                .map_or_else(|| "never".into(), |t| format!("{t:.1} s"));
+            let to90 = time_to_90(out, r);
             println!(
                 "{:<10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>12}{}",
                 name,
@@ -285,7 +290,8 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
                 mb(r.peak_rcvbuf_bytes),
                 mb(r.peak_sndbuf_bytes),
                 per_mb,
-                r.bytes_retrans.map_or_else(|| "-".into(), |b| Bytes(b).human_si()),
+                r.bytes_retrans
+                    .map_or_else(|| "-".into(), |b| Bytes(b).human_si()),
                 to90,
                 match (&r.error, r.valid) {
                     (Some(_), _) => "  FAILED",
@@ -298,8 +304,23 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Seconds from the receiver's first telemetry sample to the first at 90%
+/// of the path's goodput ceiling.
+fn time_to_90(out: &Path, r: &RunRecord) -> String {
+    let file = report::load::client_telemetry(&report::load::run_path(out, r));
+    let reached = r.ceiling_bps.and_then(|ceiling| {
+        let f = std::fs::File::open(file).ok()?;
+        report::telemetry::time_to_reach(std::io::BufReader::new(f), 0.9 * ceiling).ok()
+    });
+    match reached {
+        Some(Some(t)) => format!("{t:.1} s"),
+        Some(None) => "never".into(),
+        None => "-".into(),
+    }
+}
+
 fn print_report_files(files: &report::ReportFiles) {
-    println!("\nreport: {}", files.html.display());
-    println!("summary: {}", files.markdown.display());
-    println!("plots: {} file(s) in {}", files.plots.len(), files.dir.display());
+    println!("\nreport: {}", files.index_html.display());
+    println!("summary: {}", files.summary_md.display());
+    println!("plots: {} file(s)", files.plots.len());
 }

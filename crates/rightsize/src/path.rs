@@ -548,6 +548,10 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (Some(b), Some(a)) => Some(a.retrans_segs.saturating_sub(b.retrans_segs)),
             _ => None,
         },
+        host_explained_segments: match (before, after) {
+            (Some(b), Some(a)) => Some(a.host_explained.saturating_sub(b.host_explained)),
+            _ => None,
+        },
     });
     print_fidelity(&verdict);
     if let Some(file) = &args.results {

@@ -441,6 +441,7 @@ fn fidelity_checks() {
         emulator_cpu: Some(0.4),
         emulator_drops: Some(120),
         retransmitted_segments: Some(118),
+        host_explained_segments: Some(0),
     };
     let f = fidelity::judge(good.clone());
     assert!(f.valid, "{f:?}");
@@ -472,7 +473,19 @@ fn fidelity_checks() {
         retransmitted_segments: Some(40),
         ..good.clone()
     };
-    assert!(!fidelity::judge(unexplained).valid);
+    assert!(!fidelity::judge(unexplained.clone()).valid);
+    // The same retransmissions answering the receiver's own drops (a
+    // buffer shrunk under the data in flight) are the transfer's.
+    let receiver = fidelity::judge(Measured {
+        host_explained_segments: Some(30),
+        ..unexplained
+    });
+    assert!(receiver.valid, "{receiver:?}");
+    assert!(
+        receiver.checks[2]
+            .detail
+            .contains("30 dropped or received twice by the hosts")
+    );
     let unmeasured = Measured {
         emulator_cpu: None,
         emulator_drops: None,

@@ -44,6 +44,9 @@ pub struct Snapshot {
     pub emulator_in_minus_out: i64,
     /// `Tcp: RetransSegs` summed over both hosts.
     pub retrans_segs: u64,
+    /// Segments the hosts themselves dropped or received twice, summed over
+    /// both ([`host_explained`]).
+    pub host_explained: u64,
 }
 
 /// Reads the counters: interface packets in the emulator's namespace and
@@ -56,7 +59,7 @@ pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Snapshot, EmuErro
         what: format!("/proc/net/dev in {emulator_ns}"),
         source: e,
     })?;
-    let mut retrans = 0;
+    let (mut retrans, mut explained) = (0, 0);
     for host in hosts {
         let snmp = netns::run_in(host, || {
             std::fs::read_to_string("/proc/thread-self/net/snmp")
@@ -66,11 +69,52 @@ pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Snapshot, EmuErro
             source: e,
         })?;
         retrans += retrans_segs(&snmp).unwrap_or(0);
+        let netstat = netns::run_in(host, || {
+            std::fs::read_to_string("/proc/thread-self/net/netstat")
+        })?
+        .map_err(|e| EmuError::Read {
+            what: format!("/proc/net/netstat in {host}"),
+            source: e,
+        })?;
+        explained += host_explained(&netstat);
     }
     Ok(Snapshot {
         emulator_in_minus_out: in_minus_out(&dev),
         retrans_segs: retrans,
+        host_explained: explained,
     })
+}
+
+/// `TcpExt` counters of segments a retransmission answers that the
+/// emulator did not drop: dropped by the receiving host (its buffer full
+/// or pruned: a tuner that shrinks `SO_RCVBUF` under the data in flight
+/// causes these) and retransmitted although the peer had them (reported
+/// by D-SACK: tail loss probes, spurious timeouts). From
+/// `/proc/net/netstat`.
+pub fn host_explained(netstat: &str) -> u64 {
+    const DROPS: [&str; 6] = [
+        "OfoPruned",
+        "RcvPruned",
+        "TCPRcvQDrop",
+        "TCPOFODrop",
+        "TCPZeroWindowDrop",
+        "TCPBacklogDrop",
+    ];
+    let mut lines = netstat.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (Some(header), Some(values)) = (lines.next(), lines.next()) else {
+        return 0;
+    };
+    let pairs: Vec<(&str, u64)> = header
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .skip(1)
+        .filter_map(|(h, v)| Some((h, v.parse().ok()?)))
+        .collect();
+    let get = |name: &str| pairs.iter().find(|(h, _)| *h == name).map(|&(_, v)| v);
+    let drops: u64 = DROPS.iter().filter_map(|n| get(n)).sum();
+    // Segments where the kernel counts them (5.10+), else events.
+    let duplicates = get("TCPDSACKRecvSegs").or_else(|| get("TCPDSACKRecv"));
+    drops + duplicates.unwrap_or(0)
 }
 
 /// Received minus transmitted packets over every interface but `lo`
@@ -164,6 +208,10 @@ mod tests {
     fn proc_formats() {
         let dev = "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n    lo: 10 2 0 0 0 0 0 0 10 2 0 0 0 0 0 0\nvR1-L-x: 586 70 0 0 0 0 0 0 586 60 0 0 0 0 0 0\nvL1-R-x: 100 5 0 0 0 0 0 0 100 7 0 0 0 0 0 0\n";
         assert_eq!(in_minus_out(dev), 8);
+        let netstat = "TcpExt: SyncookiesSent OfoPruned RcvPruned TCPDSACKRecv TCPOFODrop TCPDSACKRecvSegs\nTcpExt: 0 3 1 9 2 40\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(host_explained(netstat), 3 + 1 + 2 + 40);
+        assert_eq!(host_explained("TcpExt: TCPDSACKRecv\nTcpExt: 7\n"), 7);
+        assert_eq!(host_explained(""), 0);
         let snmp = "Ip: Forwarding\nIp: 1\nTcp: RtoAlgorithm RtoMin RetransSegs InErrs\nTcp: 1 200 4711 0\nUdp: InDatagrams\nUdp: 3\n";
         assert_eq!(retrans_segs(snmp), Some(4711));
         assert_eq!(retrans_segs("Ip: x\n"), None);
