@@ -8,10 +8,11 @@
 //! The verdict reads, in this order (the first that holds wins; the
 //! window and buffer limits only while goodput is below [`NEAR_CAPACITY`]
 //! of the capacity estimate, since a window that holds the sender at the
-//! path's rate is the right window). "Goodput" for that test is the
-//! better of the whole test's and its second half's, the steady state: on
-//! a fine 50 Mbit/s x 40 ms path, cubic's slow start and its one
-//! overshoot loss cost a 4 s test 10-15% (measured, `diag_e2e`):
+//! path's rate is the right window). The goodput of the test's second
+//! half (the steady state, after slow start) is reported beside it but
+//! not judged on: the capacity estimate, the peak delivery rate, runs
+//! under the link's rate on a lossy path, and the steady state of a
+//! shallow queue then read as near capacity (seen in CI):
 //! 1. the sending end's `tcpi_rwnd_limited` share of `tcpi_busy_time` of
 //!    at least [`LIMITED_SHARE`]: **receive-window limited**, by the
 //!    receiver's window scale if it was fixed too low at the handshake,
@@ -372,8 +373,9 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
     };
     let goodput = run.goodput_bps;
     numbers.steady_goodput_bps = run.steady_goodput_bps;
-    // The steady state decides "near capacity": a 4 s test's slow start
-    // and one overshoot loss on a fine path cost it 10-15% overall.
+    // Reported, not judged on: with a shallow queue the peak delivery rate
+    // (the capacity estimate) came out 7% under the link's rate, and the
+    // second half's 43.2 of 44.8 Mbit/s read "near capacity" (CI).
     let steady = run.steady_goodput_bps.unwrap_or(0.0).max(goodput);
     let mut notes = Vec::new();
     let advice_for = |end: End, host: Option<&HostSettings>, key: SysctlKey| -> Vec<Fix> {
@@ -423,7 +425,7 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
     // A window that holds the sender at the path's rate is the right
     // window, not a limit (the receiver's autotuning and rightsize's auto
     // keep it near the BDP on purpose).
-    let near = capacity > 0.0 && steady >= NEAR_CAPACITY * capacity;
+    let near = capacity > 0.0 && goodput >= NEAR_CAPACITY * capacity;
     if let Some(share) = numbers
         .rwnd_limited_share
         .filter(|&s| s >= LIMITED_SHARE && !near)
@@ -644,7 +646,7 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
         "{} in the {} test{steady_text}, {} of the estimated capacity {}; no window or buffer limit (receive-window {}, send-buffer {} of busy time), {rtt_text}",
         human_rate(goodput),
         run.tune,
-        pct(steady / capacity.max(1.0)),
+        pct(goodput / capacity.max(1.0)),
         human_rate(capacity),
         numbers.rwnd_limited_share.map_or_else(|| "n/a".into(), pct),
         numbers

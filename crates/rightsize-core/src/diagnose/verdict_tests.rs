@@ -435,20 +435,19 @@ fn the_second_half_is_measured_from_the_last_sample_before_half_time() {
 }
 
 #[test]
-fn a_startup_loss_on_a_path_that_is_then_full_is_near_capacity() {
-    // Measured on diag_e2e's fine path (50 Mbit/s x 40 ms, 1 BDP queue):
-    // cubic's slow start overshoots once, 18 segments retransmitted, and
-    // the 4 s test reaches 86% of 48.3 Mbit/s; its second half 47.
-    let lossy = sender(4.0, 0.0, 0.0, 21_000_000, 26_000);
-    let mut kernel = run("kernel", 41.7, lossy, vec![RTT_US + 2_000; 10], 48.3);
+fn the_second_half_is_reported_but_the_whole_test_is_judged() {
+    // CI, a 0.25 x BDP queue: the peak delivery rate (44.8 Mbit/s) ran 7%
+    // under the link's, and the second half's 43.2 would have read "near
+    // capacity"; the whole test's 38.7 with 41 segments lost in bursts is
+    // congestion.
+    let lossy = sender(4.0, 0.0, 0.0, 19_300_000, 57_000);
+    let mut kernel = run("kernel", 38.7, lossy, vec![RTT_US + 1_200; 10], 44.8);
+    kernel.steady_goodput_bps = Some(43.2e6);
     let mut auto = fine_auto();
-    auto.goodput_bps = 40.0e6;
-    kernel.steady_goodput_bps = Some(47.0e6);
+    auto.goodput_bps = 9.5e6;
+    auto.peak_delivery_rate_bps = Some(38_000_000);
     let wide = || host(4 << 20, 4 << 20);
-    let v = diagnose(&facts(kernel.clone(), auto.clone(), wide(), wide()));
-    assert_eq!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
-    assert!(v.summary.contains("in its second half"), "{}", v.summary);
-    kernel.steady_goodput_bps = Some(42.0e6);
     let v = diagnose(&facts(kernel, auto, wide(), wide()));
-    assert_ne!(v.kind, VerdictKind::NearCapacity, "{v:#?}");
+    assert_eq!(v.kind, VerdictKind::Congestion, "{v:#?}");
+    assert_eq!(v.numbers.steady_goodput_bps, Some(43.2e6));
 }
