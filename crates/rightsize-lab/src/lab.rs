@@ -13,7 +13,7 @@ use rightsize_core::units::Bytes;
 
 use crate::layout::{LabInfo, RUNS_JSONL};
 use crate::run::budget::{self, RunSize};
-use crate::run::paths::LoadedPath;
+use crate::run::paths::{self, LoadedPath};
 use crate::run::record::RunRecord;
 use crate::run::runner::{self, append_line, dir_name, unix_seconds};
 use crate::scenario::{Checked, Variant};
@@ -41,13 +41,7 @@ impl ScenarioFile {
     /// Loads `name_or_file`: an existing file, else a built-in scenario
     /// (`lab/scenarios/NAME.toml`).
     pub fn load(name_or_file: &str, quick: bool) -> anyhow::Result<ScenarioFile> {
-        let given = Path::new(name_or_file);
-        let file = if given.is_file() {
-            given.to_owned()
-        } else {
-            Path::new(SCENARIOS_DIR).join(format!("{name_or_file}.toml"))
-        };
-        let file = file.canonicalize().map_err(|_| {
+        let (file, name) = paths::find(name_or_file, Path::new(SCENARIOS_DIR)).ok_or_else(|| {
             anyhow::anyhow!(
                 "scenario {name_or_file:?}: neither a file nor a built-in scenario (built in: {})",
                 builtin_names().join(", ")
@@ -55,10 +49,6 @@ impl ScenarioFile {
         })?;
         let text =
             fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
-        let name = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| name_or_file.to_owned());
         let checked = Checked::parse(&name, &text, quick)?;
         let base = file.parent().unwrap_or(Path::new("/"));
         let path_arg = &checked.scenario.path;
@@ -134,6 +124,12 @@ pub struct Planned {
 }
 
 impl Planned {
+    /// Whether `records` hold this run, finished without an error (a
+    /// failed run is made again).
+    pub fn done_in(&self, records: &[RunRecord]) -> bool {
+        records.iter().any(|r| self.is(r) && r.error.is_none())
+    }
+
     /// Whether `r` records this run.
     pub fn is(&self, r: &RunRecord) -> bool {
         r.scenario.as_deref() == Some(&self.scenario)
@@ -313,7 +309,7 @@ pub fn run(
     let todo: Vec<&Planned> = plan
         .iter()
         .filter(|p| {
-            let found = done.iter().any(|r| p.is(r) && r.error.is_none());
+            let found = p.done_in(&done);
             summary.skipped += usize::from(found);
             !found
         })

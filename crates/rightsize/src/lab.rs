@@ -157,10 +157,7 @@ fn run_scenarios(
     } else {
         Vec::new()
     };
-    let skipped = plan
-        .iter()
-        .filter(|p| done.iter().any(|r| p.is(r) && r.error.is_none()))
-        .count();
+    let skipped = plan.iter().filter(|p| p.done_in(&done)).count();
     println!(
         "rightsize lab: {} scenario(s) into {}: {}",
         scenarios.len(),

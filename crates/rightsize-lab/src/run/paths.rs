@@ -39,16 +39,10 @@ pub struct LoadedPath {
 impl LoadedPath {
     /// Loads `name_or_file`: an existing file, else `bench/paths/NAME.toml`.
     pub fn load(name_or_file: &str) -> anyhow::Result<LoadedPath> {
-        let given = Path::new(name_or_file);
-        let file = if given.is_file() {
-            given.to_owned()
-        } else {
-            Path::new(PATHS_DIR).join(format!("{name_or_file}.toml"))
-        };
-        let file = file.canonicalize().with_context(|| {
+        let (file, name) = find(name_or_file, Path::new(PATHS_DIR)).with_context(|| {
             format!(
-                "path {name_or_file:?}: neither a spec file nor {} exists",
-                file.display()
+                "path {name_or_file:?}: neither a spec file nor {}/{name_or_file}.toml exists",
+                PATHS_DIR
             )
         })?;
         let text = std::fs::read_to_string(&file)
@@ -64,10 +58,6 @@ impl LoadedPath {
                 file.display()
             );
         }
-        let name = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| name_or_file.to_owned());
         Ok(LoadedPath {
             name,
             file,
@@ -134,6 +124,23 @@ impl LoadedPath {
         spec_with_server(&self.text, base, server)
             .with_context(|| format!("path spec {}", self.file.display()))
     }
+}
+
+/// `name_or_file` as an existing file, else `DIR/NAME.toml`: the file,
+/// canonical, and its name (the file stem); `None` if neither exists.
+pub fn find(name_or_file: &str, dir: &Path) -> Option<(PathBuf, String)> {
+    let given = Path::new(name_or_file);
+    let file = if given.is_file() {
+        given.to_owned()
+    } else {
+        dir.join(format!("{name_or_file}.toml"))
+    };
+    let file = file.canonicalize().ok()?;
+    let name = file.file_stem().map_or_else(
+        || name_or_file.to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    Some((file, name))
 }
 
 /// `text` with `[right] command` set to `server` and every relative
