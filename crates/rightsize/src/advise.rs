@@ -255,7 +255,11 @@ fn render_check(out: &mut String, report: &CheckReport) {
                     BitRate(limit.ceiling_upper_bps).human(),
                     limit.setting,
                     Bytes(limit.value).grouped(),
-                    Bytes(advice::linux_buffer(&check.path)).grouped()
+                    Bytes(match side {
+                        Side::Receive => advice::linux_receive_buffer(&check.path),
+                        Side::Send => advice::linux_buffer(&check.path),
+                    })
+                    .grouped()
                 );
             } else {
                 let _ = writeln!(

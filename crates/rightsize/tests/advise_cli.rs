@@ -29,7 +29,7 @@ fn ten_gigabit_fifty_ms_prints_the_bdp_and_every_os() {
     ] {
         assert!(text.contains(title), "missing {title}");
     }
-    assert!(text.contains("sysctl -w net.ipv4.tcp_rmem='4096 131072 125000000'"));
+    assert!(text.contains("sysctl -w net.ipv4.tcp_rmem='4096 131072 250000000'"));
     assert!(text.contains("kern.ipc.maxsockbuf"));
     assert!(text.contains("autotuninglevel=experimental"));
 }
@@ -65,7 +65,7 @@ fn json_carries_the_same_numbers() {
         .find(|s| s["name"] == "net.ipv4.tcp_rmem");
     assert_eq!(
         tcp_rmem.expect("tcp_rmem setting")["value"],
-        "4096 131072 125000000"
+        "4096 131072 250000000"
     );
 }
 

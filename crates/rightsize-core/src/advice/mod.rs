@@ -19,7 +19,7 @@ use crate::bdp::{self, PathParams};
 use crate::host::HostSettings;
 use crate::units::{BitRate, Bytes, human_rate};
 
-pub use linux::{LINUX_DROPIN_PATH, linux_buffer};
+pub use linux::{LINUX_DROPIN_PATH, RECEIVE_BDPS, linux_buffer, linux_receive_buffer};
 
 /// An operating system family the advisor knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -108,8 +108,8 @@ fn a_small_tcp_rmem_on_the_receiver_is_a_receive_window_limit_with_its_fix() {
         (fix.end, fix.setting.as_str()),
         (End::Server, "net.ipv4.tcp_rmem")
     );
-    // 2 x the BDP of 49 Mbit/s (the best rate measured) at 40 ms.
-    assert_eq!(fix.value, "4096 65536 490000");
+    // 4 x the BDP of 49 Mbit/s (the best rate measured) at 40 ms.
+    assert_eq!(fix.value, "4096 65536 980000");
     assert!(
         fix.command.starts_with("sysctl -w net.ipv4.tcp_rmem="),
         "{fix:?}"
@@ -304,7 +304,7 @@ fn a_bandwidth_given_by_the_user_sizes_the_fix() {
     let mut f = facts(kernel, fine_auto(), host(4 << 20, 4 << 20), receiver);
     f.path_rate = Some(BitRate(100_000_000));
     let v = diagnose(&f);
-    assert_eq!(v.fixes[0].value, "4096 65536 1000000");
+    assert_eq!(v.fixes[0].value, "4096 65536 2000000");
 }
 
 impl DoctorFacts {
