@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use rightsize_core::tune::TunerSpec;
 use rightsize_core::units::Bytes;
 
 use crate::layout::{LabInfo, RUNS_JSONL};
@@ -16,13 +15,15 @@ use crate::run::budget::{self, RunSize};
 use crate::run::paths::{self, LoadedPath};
 use crate::run::record::RunRecord;
 use crate::run::runner::{self, append_line, dir_name, unix_seconds};
-use crate::scenario::{Checked, Variant};
+use crate::scenario::{Checked, RunTuning, Variant};
 
 /// Where the built-in scenarios live, in the source tree.
 pub const SCENARIOS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/scenarios");
 
-/// Overhead of one run besides the transfer (path up and down, checks).
-const RUN_OVERHEAD: Duration = Duration::from_secs(6);
+/// Overhead of one run besides the transfer (path up and down, checks,
+/// the FTP session's round trips): measured 0.9 to 2.4 s per run here
+/// (release build, RTTs of 2.5 to 100 ms), plus the lab's own bookkeeping.
+const RUN_OVERHEAD: Duration = Duration::from_secs(3);
 
 /// A scenario, read and checked, with its path.
 #[derive(Debug, Clone)]
@@ -33,7 +34,7 @@ pub struct ScenarioFile {
     pub text: String,
     /// Parsed and checked.
     pub checked: Checked,
-    /// Its path, per variant (name, path with the variant's hosts).
+    /// Its path, per variant (the variant, the path with its settings).
     pub paths: Vec<(Variant, LoadedPath)>,
 }
 
@@ -64,7 +65,7 @@ impl ScenarioFile {
             .into_iter()
             .map(|v| {
                 let p = path
-                    .with_hosts(&v.name, &v.left, &v.right)
+                    .with_variant(&v.name, &v.path, &v.left, &v.right)
                     .with_context(|| format!("scenario {name:?}"))?;
                 Ok((v, p))
             })
@@ -109,8 +110,8 @@ pub struct Planned {
     pub variant: usize,
     /// Variant name.
     pub variant_name: String,
-    /// The tuner.
-    pub tuner: TunerSpec,
+    /// The tuners.
+    pub tuning: RunTuning,
     /// Bytes asked.
     pub size: Bytes,
     /// Bytes moved (less when a slow tuner's run is shortened).
@@ -134,7 +135,7 @@ impl Planned {
     pub fn is(&self, r: &RunRecord) -> bool {
         r.scenario.as_deref() == Some(&self.scenario)
             && r.variant.as_deref() == Some(&self.variant_name)
-            && r.tuner == self.tuner.to_string()
+            && r.tuner == self.tuning.label
             && r.rep == self.rep
             && r.shortened_from_bytes.unwrap_or(r.size_bytes) == self.size.get()
     }
@@ -150,8 +151,13 @@ pub fn plan(scenarios: &[ScenarioFile]) -> Vec<Planned> {
         for rep in 1..=c.reps {
             for &size in &c.sizes {
                 for (vi, (variant, path)) in s.paths.iter().enumerate() {
-                    for tuner in &c.tuners {
-                        let expected = budget::expected_rate_bps(tuner, &path.spec);
+                    let bdp = path.facts().bdp_bytes as u64;
+                    for tuning in &c.tuners {
+                        let tuning = tuning.resolve(bdp);
+                        let expected = [tuning.server, tuning.client]
+                            .iter()
+                            .filter_map(|t| budget::expected_rate_bps(t, &path.spec))
+                            .reduce(f64::min);
                         let run_size = match c.scenario.max_run_seconds {
                             Some(secs) => budget::run_size(
                                 size,
@@ -173,18 +179,18 @@ pub fn plan(scenarios: &[ScenarioFile]) -> Vec<Planned> {
                             scenario: c.name.clone(),
                             variant: vi,
                             variant_name: variant.name.clone(),
-                            tuner: *tuner,
                             size,
                             run_size,
                             rep,
                             dir: PathBuf::from(&c.name).join(dir_name(&variant.name)).join(
                                 format!(
                                     "{}-{}-rep{rep}",
-                                    dir_name(&tuner.to_string()),
+                                    dir_name(&tuning.label),
                                     dir_name(&size.human_iec())
                                 ),
                             ),
                             estimate: RUN_OVERHEAD + transfer,
+                            tuning,
                         });
                     }
                 }
@@ -334,18 +340,19 @@ pub fn run(
         let Some(s) = scenarios.iter().find(|s| s.name() == p.scenario) else {
             continue;
         };
-        let path = &s.paths[p.variant].1;
+        let (variant, path) = &s.paths[p.variant];
         let dir = o.out.join(&p.dir);
         if dir.exists() {
             // A run that was interrupted or failed: made again from scratch.
             fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
         }
-        let tuner = p.tuner.to_string();
         let started_unix_s = unix_seconds();
         let outcome = runner::execute(&runner::RunSpec {
             rightsize: o.rightsize,
             path,
-            tuner: &tuner,
+            server_tune: &p.tuning.server.to_string(),
+            client_tune: &p.tuning.client.to_string(),
+            server_args: &variant.server_args,
             size: p.run_size.bytes,
             dir: dir.clone(),
             deadline: budget::run_deadline(p.run_size, &path.spec),
@@ -360,7 +367,7 @@ pub fn run(
                 argv: o.argv.clone(),
                 kernel: o.kernel.clone(),
                 started_unix_s,
-                tuner,
+                tuner: p.tuning.label.clone(),
                 rep: p.rep,
                 size_bytes: p.run_size.bytes.get(),
                 shortened_from_bytes: p.run_size.shortened.map(|_| p.size.get()),

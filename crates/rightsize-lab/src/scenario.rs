@@ -43,19 +43,169 @@ pub enum Plot {
     RttOverTime,
 }
 
-/// A set of host settings to compare (seed 003: default vs tuned hosts):
-/// keys of a path spec's `[left]`/`[right]` tables, laid over the path's.
+/// A setting of the path and the hosts to compare: host settings (seed
+/// 003: default vs tuned hosts), path keys (seed 004: the RTT; seed 001:
+/// cross traffic) and the server's options (seed 004: the write size),
+/// laid over the scenario's path.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     /// Its name in tables and legends.
     pub name: String,
+    /// Top-level keys of a path spec (`delay`, `rate`, `queue`, `cross`,
+    /// ...), laid over the path's.
+    #[serde(default)]
+    pub path: BTreeMap<String, toml::Value>,
     /// Keys for the left host (the client, which receives with `get`).
     #[serde(default)]
     pub left: BTreeMap<String, toml::Value>,
     /// Keys for the right host (the server).
     #[serde(default)]
     pub right: BTreeMap<String, toml::Value>,
+    /// Options added to `rightsize serve` (e.g. `["--write-size", "1024"]`).
+    #[serde(default)]
+    pub server_args: Vec<String>,
+}
+
+/// A tuner as a scenario names it: one `--tune` for both ends, or one per
+/// end under a label (seed 004: a sender's buffer and a receiver's window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TunerEntry {
+    /// The same tuner on both ends: `"auto"`, `"static:1bdp"`.
+    Both(String),
+    /// A tuner per end.
+    Pair(TunerPair),
+}
+
+/// A tuner per end under a label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunerPair {
+    /// Its name in tables, legends and claims.
+    pub label: String,
+    /// The server's `--tune` (the sender with `get`).
+    pub server: String,
+    /// The client's `--tune` (the receiver).
+    pub client: String,
+}
+
+/// One end's tuner: a `--tune` value, or `static:Nbdp`, a static buffer of
+/// N times the variant's BDP rounded up to whole segments (seed 004 sizes
+/// `TcpWindowSize` so), resolved when the path is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EndTuner {
+    /// As given.
+    Spec(TunerSpec),
+    /// `static:` N x the BDP.
+    StaticBdp(f64),
+}
+
+/// Segment size a `static:Nbdp` buffer is a whole multiple of: the TCP
+/// payload of a 1500-byte packet with timestamps.
+pub const SEGMENT_BYTES: u64 = 1448;
+
+impl EndTuner {
+    /// Parses a `--tune` value or `static:Nbdp` (N from 0.01 to 100).
+    pub fn parse(text: &str) -> Result<EndTuner, String> {
+        if let Some(n) = text
+            .strip_prefix("static:")
+            .and_then(|r| r.trim().strip_suffix("bdp"))
+        {
+            return match n.trim().parse::<f64>() {
+                Ok(n) if (0.01..=100.0).contains(&n) => Ok(EndTuner::StaticBdp(n)),
+                _ => Err(format!(
+                    "{text:?}: static:Nbdp takes N from 0.01 to 100, e.g. static:1bdp"
+                )),
+            };
+        }
+        text.parse::<TunerSpec>()
+            .map(EndTuner::Spec)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The tuner on a path whose BDP is `bdp_bytes`.
+    pub fn resolve(self, bdp_bytes: u64) -> TunerSpec {
+        match self {
+            EndTuner::Spec(t) => t,
+            EndTuner::StaticBdp(n) => {
+                let bytes = (n * bdp_bytes as f64).ceil() as u64;
+                TunerSpec::Static(Bytes(bytes.div_ceil(SEGMENT_BYTES).max(1) * SEGMENT_BYTES))
+            }
+        }
+    }
+
+    /// Its text: canonical for a `--tune` value.
+    pub fn text(self) -> String {
+        match self {
+            EndTuner::Spec(t) => t.to_string(),
+            EndTuner::StaticBdp(n) => format!("static:{n}bdp"),
+        }
+    }
+}
+
+/// A scenario's tuner, parsed: a label and a tuner per end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuning {
+    /// Its name in records, tables, legends and claims (the canonical
+    /// `--tune` text when both ends run the same).
+    pub label: String,
+    /// The server's (the sender's).
+    pub server: EndTuner,
+    /// The client's (the receiver's).
+    pub client: EndTuner,
+}
+
+impl Tuning {
+    /// Parses an entry; errors name the entry.
+    pub fn parse(entry: &TunerEntry) -> Result<Tuning, String> {
+        match entry {
+            TunerEntry::Both(text) => {
+                let t = EndTuner::parse(text)?;
+                Ok(Tuning {
+                    label: t.text(),
+                    server: t,
+                    client: t,
+                })
+            }
+            TunerEntry::Pair(p) => {
+                if p.label.trim().is_empty() {
+                    return Err("a tuner pair needs a label".into());
+                }
+                Ok(Tuning {
+                    label: p.label.clone(),
+                    server: EndTuner::parse(&p.server).map_err(|e| format!("server: {e}"))?,
+                    client: EndTuner::parse(&p.client).map_err(|e| format!("client: {e}"))?,
+                })
+            }
+        }
+    }
+
+    /// Both ends on a path whose BDP is `bdp_bytes`.
+    pub fn resolve(&self, bdp_bytes: u64) -> RunTuning {
+        RunTuning {
+            label: self.label.clone(),
+            server: self.server.resolve(bdp_bytes),
+            client: self.client.resolve(bdp_bytes),
+        }
+    }
+}
+
+/// The tuners of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTuning {
+    /// The scenario's label.
+    pub label: String,
+    /// The server's `--tune`.
+    pub server: TunerSpec,
+    /// The client's `--tune`.
+    pub client: TunerSpec,
+}
+
+impl std::fmt::Display for RunTuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label)
+    }
 }
 
 /// Numbers a seed published, drawn beside ours on one plot.
@@ -71,8 +221,8 @@ pub struct Published {
 }
 
 /// A seed's headline claim, checked against our measurement: the ratio of
-/// one tuner's mean goodput to another's (in the first variant, at the
-/// largest size).
+/// one tuner's mean goodput to another's at the largest size, in the first
+/// variant unless the claim names one (and, for the denominator, another).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Claim {
@@ -80,10 +230,16 @@ pub struct Claim {
     pub seed: String,
     /// The claim in words.
     pub text: String,
-    /// The tuner in the numerator.
+    /// The tuner in the numerator (a label of the scenario's tuners).
     pub tuner: String,
     /// The tuner in the denominator.
     pub over: String,
+    /// The variant of the numerator; none: the first.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The variant of the denominator; none: the numerator's.
+    #[serde(default)]
+    pub over_variant: Option<String>,
     /// The published ratio.
     pub published: f64,
     /// The least ratio for which the claim's shape holds.
@@ -102,8 +258,9 @@ pub struct Scenario {
     /// A path spec: a file relative to the scenario, or a name in
     /// `bench/paths/` (`lfn`, `shallow`, `changing`).
     pub path: String,
-    /// The tuners, as `--tune` takes them.
-    pub tuners: Vec<String>,
+    /// The tuners: `--tune` values (both ends), `static:Nbdp`, or
+    /// `{ label, server, client }` tables.
+    pub tuners: Vec<TunerEntry>,
     /// Transfer sizes ("8KB", "256MiB").
     pub sizes: Vec<String>,
     /// Repetitions of each (tuner, size, variant).
@@ -141,7 +298,10 @@ pub struct Quick {
     pub reps: usize,
     /// Tuners instead of `tuners`, if given.
     #[serde(default)]
-    pub tuners: Option<Vec<String>>,
+    pub tuners: Option<Vec<TunerEntry>>,
+    /// Variants (by name) instead of all of them, if given.
+    #[serde(default)]
+    pub variants: Option<Vec<String>>,
 }
 
 fn default_reps() -> usize {
@@ -159,12 +319,21 @@ pub struct Checked {
     pub name: String,
     /// As written.
     pub scenario: Scenario,
-    /// The tuners, parsed, in order (canonical `--tune` text via Display).
-    pub tuners: Vec<TunerSpec>,
+    /// The tuners, parsed, in order.
+    pub tuners: Vec<Tuning>,
     /// The sizes, parsed, in order.
     pub sizes: Vec<Bytes>,
     /// Repetitions.
     pub reps: usize,
+    /// With `--quick` and a `[quick] variants` list: the variants to run.
+    pub only_variants: Option<Vec<String>>,
+}
+
+/// A tuner's canonical `--tune` text (`static:16MiB`), or the text as given
+/// if it does not parse.
+pub fn canonical(text: &str) -> String {
+    text.parse::<TunerSpec>()
+        .map_or_else(|_| text.to_owned(), |t| t.to_string())
 }
 
 /// The largest transfer a scenario may ask for.
@@ -198,10 +367,15 @@ impl Checked {
         let tuners = tuners
             .iter()
             .map(|t| {
-                t.parse::<TunerSpec>()
-                    .map_err(|e| anyhow::anyhow!("scenario {name:?}: tuner {t:?}: {e}"))
+                Tuning::parse(t).map_err(|e| anyhow::anyhow!("scenario {name:?}: tuner {t:?}: {e}"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut labels = std::collections::BTreeSet::new();
+        for t in &tuners {
+            if !labels.insert(t.label.as_str()) {
+                bail!("scenario {name:?}: tuner {:?} is named twice", t.label);
+            }
+        }
         let sizes = sizes
             .iter()
             .map(|s| {
@@ -228,12 +402,38 @@ impl Checked {
                 );
             }
         }
+        let all: Vec<Tuning> = scenario
+            .tuners
+            .iter()
+            .filter_map(|t| Tuning::parse(t).ok())
+            .collect();
         for c in &scenario.claims {
             for t in [&c.tuner, &c.over] {
-                if !scenario.tuners.contains(t) {
+                if !all.iter().any(|x| &x.label == t || canonical(t) == x.label) {
                     bail!(
                         "scenario {name:?}: claim {:?} names tuner {t:?}, which the scenario does not run",
                         c.text
+                    );
+                }
+            }
+            for v in [&c.variant, &c.over_variant].into_iter().flatten() {
+                if !names.contains(v.as_str()) {
+                    bail!(
+                        "scenario {name:?}: claim {:?} names variant {v:?}, which the scenario does not have",
+                        c.text
+                    );
+                }
+            }
+        }
+        let wanted = match (&scenario.quick, quick) {
+            (Some(q), true) => q.variants.clone(),
+            _ => None,
+        };
+        if let Some(wanted) = &wanted {
+            for v in wanted {
+                if !names.contains(v.as_str()) {
+                    bail!(
+                        "scenario {name:?}: [quick] names variant {v:?}, which the scenario does not have"
                     );
                 }
             }
@@ -244,11 +444,12 @@ impl Checked {
             tuners,
             sizes,
             reps,
+            only_variants: wanted,
         })
     }
 
-    /// The variants to run: the scenario's, or one unnamed ("path") with
-    /// the path's own settings.
+    /// The variants to run: the scenario's (those `[quick]` names, with
+    /// `--quick`), or one unnamed ("path") with the path's own settings.
     pub fn variants(&self) -> Vec<Variant> {
         if self.scenario.variants.is_empty() {
             vec![Variant {
@@ -256,7 +457,26 @@ impl Checked {
                 ..Variant::default()
             }]
         } else {
-            self.scenario.variants.clone()
+            self.scenario
+                .variants
+                .iter()
+                .filter(|v| {
+                    self.only_variants
+                        .as_ref()
+                        .is_none_or(|only| only.contains(&v.name))
+                })
+                .cloned()
+                .collect()
+        }
+    }
+
+    /// The label of the tuner a claim or a record names: its own text if a
+    /// label, else its canonical `--tune` text.
+    pub fn label_of(&self, text: &str) -> String {
+        if self.tuners.iter().any(|t| t.label == text) {
+            text.to_owned()
+        } else {
+            canonical(text)
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use rightsize_core::units::Bytes;
+
 use crate::lab::{self, ScenarioFile};
 use crate::scenario::Checked;
 
@@ -69,7 +71,7 @@ fn the_plan_alternates_tuners_and_names_each_run_its_directory() {
     assert_eq!(plan.len(), 2 * 2 * 2);
     let order: Vec<String> = plan
         .iter()
-        .map(|p| format!("{}:{}:{}", p.rep, p.size.human_iec(), p.tuner))
+        .map(|p| format!("{}:{}:{}", p.rep, p.size.human_iec(), p.tuning))
         .collect();
     assert_eq!(
         order[..4],
@@ -114,6 +116,118 @@ fn a_variant_lays_its_host_settings_over_the_path() {
         ScenarioFile::load(&file.to_string_lossy(), false).expect_err("refused")
     );
     assert!(e.contains("variant \"tuned\""), "{e}");
+}
+
+#[test]
+fn a_variant_lays_path_keys_and_server_options_over_the_path() {
+    let text = format!(
+        "{MINIMAL}\n[[variants]]\nname = \"12 ms\"\nserver_args = [\"--write-size\", \"1024\"]\n[variants.path]\ndelay = \"6ms\"\n[[variants.path.cross]]\nkind = \"udp\"\nrate = \"50Mbit\"\n"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("v.toml");
+    std::fs::write(&file, &text).expect("write");
+    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    let (variant, path) = &s.paths[0];
+    assert_eq!(variant.server_args, ["--write-size", "1024"]);
+    assert_eq!(path.spec.rtt(), std::time::Duration::from_millis(12));
+    assert_eq!(path.spec.cross.len(), 1);
+    // Host tables are the variant's own, not path keys.
+    let bad = text.replace("delay = \"6ms\"", "left = { congestion = \"reno\" }");
+    std::fs::write(&file, bad).expect("write");
+    let e = format!(
+        "{:#}",
+        ScenarioFile::load(&file.to_string_lossy(), false).expect_err("refused")
+    );
+    assert!(
+        e.contains("variant \"12 ms\"") && e.contains("\"left\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_tuner_pair_and_a_bdp_sized_buffer_resolve_on_each_variant() {
+    let text = r#"
+title = "t"
+path = "lfn"
+tuners = ["static:1bdp", { label = "xp default", server = "static:8KB", client = "static:17520" }]
+sizes = ["1MiB"]
+reps = 1
+plots = ["goodput-by-tuner"]
+[[variants]]
+name = "2.5 ms"
+path = { delay = "1.25ms", rate = "100Mbit" }
+[[variants]]
+name = "12 ms"
+path = { delay = "6ms", rate = "100Mbit" }
+[[claims]]
+seed = "004"
+text = "tuning multiplies the throughput at 12 ms"
+tuner = "static:1bdp"
+over = "xp default"
+variant = "12 ms"
+published = 8.3
+holds_at_least = 3.0
+"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("w.toml");
+    std::fs::write(&file, text).expect("write");
+    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    let plan = lab::plan(&[s]);
+    let tunes: Vec<(String, String, String)> = plan
+        .iter()
+        .map(|p| {
+            (
+                p.tuning.label.clone(),
+                p.tuning.server.to_string(),
+                p.tuning.client.to_string(),
+            )
+        })
+        .collect();
+    // 100 Mbit/s x 2.5 ms = 31,250 bytes: 22 segments of 1,448 = 31,856;
+    // x 12 ms = 150,000: 104 segments = 150,592 (seed 004 section 7.1).
+    let sized = |b: u64| rightsize_core::tune::TunerSpec::Static(Bytes(b)).to_string();
+    assert_eq!(
+        tunes,
+        [
+            ("static:1bdp".into(), sized(31_856), sized(31_856)),
+            (
+                "xp default".into(),
+                "static:8KB"
+                    .parse::<rightsize_core::tune::TunerSpec>()
+                    .expect("t")
+                    .to_string(),
+                sized(17_520)
+            ),
+            ("static:1bdp".into(), sized(150_592), sized(150_592)),
+            (
+                "xp default".into(),
+                "static:8KB"
+                    .parse::<rightsize_core::tune::TunerSpec>()
+                    .expect("t")
+                    .to_string(),
+                sized(17_520)
+            ),
+        ]
+    );
+    assert_eq!(
+        plan[0].dir,
+        Path::new("w").join("2-5-ms").join("static-1bdp-1-MiB-rep1")
+    );
+    for (bad, says) in [
+        ("\"static:1bdp\"", "\"static:0bdp\""),
+        ("label = \"xp default\"", "label = \"static:1bdp\""),
+        ("variant = \"12 ms\"", "variant = \"40 ms\""),
+    ] {
+        let changed = text.replace(bad, says);
+        let e = err(&changed);
+        assert!(!e.is_empty() && changed != text, "{bad}");
+    }
+    assert!(err(&text.replace("variant = \"12 ms\"", "variant = \"40 ms\"")).contains("\"40 ms\""));
+    assert!(err(&text.replace("\"static:1bdp\",", "\"static:0bdp\",")).contains("0.01 to 100"));
+    assert!(
+        err(&text.replace("label = \"xp default\"", "label = \"static:1bdp\""))
+            .contains("named twice")
+    );
 }
 
 fn sample_record() -> crate::run::record::RunRecord {

@@ -125,3 +125,16 @@ pub fn wait(signals: &StopSignals, duration: Option<Duration>, done: impl Fn() -
         std::thread::sleep(nap);
     }
 }
+
+/// Restores SIGPIPE's default action, so that a process whose stdout is a
+/// closed pipe (`rightsize advise | head -1`) ends at once and quietly, as
+/// `cat` does, instead of failing its next `print!`. Only for processes
+/// that do nothing but print: sockets written with `sendfile` would get the
+/// signal too.
+pub fn die_quietly_when_stdout_closes() {
+    // SAFETY: signal(2) with a valid signal number and SIG_DFL has no
+    // memory-safety preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

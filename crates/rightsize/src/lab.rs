@@ -237,7 +237,7 @@ impl lab::Progress for Lines {
             lab::eta(left),
             run.scenario,
             run.variant_name,
-            run.tuner,
+            run.tuning,
             run.size.human_iec(),
             run.rep
         );
@@ -265,7 +265,7 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
             "to 90% rate"
         );
         for tuner in &s.checked.tuners {
-            let name = tuner.to_string();
+            let name = tuner.label.clone();
             let Some(r) = runs
                 .iter()
                 .rev()

@@ -28,6 +28,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
     };
+    if prints_only(&cli.command) {
+        rightsize_sys::signals::die_quietly_when_stdout_closes();
+    }
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
         cli::Command::Serve(args) => serve::run(args),
@@ -47,6 +50,19 @@ fn main() -> ExitCode {
             eprintln!("rightsize: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Commands that only compute and print: piped into `head`, they end
+/// quietly as `cat` would. Every other command keeps Rust's default
+/// (SIGPIPE ignored, a write error instead), because a server or a path run
+/// must survive a peer that goes away and still tear down what it made.
+fn prints_only(command: &cli::Command) -> bool {
+    use crate::path::PathCommand;
+    match command {
+        cli::Command::Advise(_) => true,
+        cli::Command::Path(p) => matches!(p.command, PathCommand::Show(_) | PathCommand::List),
+        _ => false,
     }
 }
 

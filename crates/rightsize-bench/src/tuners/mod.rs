@@ -134,7 +134,9 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                 let outcome = runner::execute(&runner::RunSpec {
                     rightsize: &rightsize,
                     path,
-                    tuner,
+                    server_tune: tuner,
+                    client_tune: tuner,
+                    server_args: &[],
                     size: size.bytes,
                     dir: dir.clone(),
                     deadline: budget::run_deadline(size, &path.spec),

@@ -203,7 +203,7 @@ fn measure_reads_the_client_report_and_the_servers_final_line() {
     let server = "{\"kind\":\"header\"}\n\
                   {\"kind\":\"sample\",\"bytes_retrans\":1,\"total_retrans_segs\":1}\n\
                   {\"kind\":\"final\",\"bytes_retrans\":28960,\"total_retrans_segs\":20}\n";
-    let m = record::measure(&client, Some(server), "static:16MiB");
+    let m = record::measure(&client, Some(server), "static:16MiB", "static:16MiB");
     assert_eq!(m.problems, Vec::<String>::new());
     assert_eq!(m.goodput_bps, Some(1.8e8));
     assert_eq!(m.peak_rcvbuf_bytes, Some(33554432));
@@ -211,12 +211,12 @@ fn measure_reads_the_client_report_and_the_servers_final_line() {
     assert_eq!((m.bytes_retrans, m.retrans_segs), (Some(28960), Some(20)));
 
     // The wrong tuner, a missing number, no server telemetry: each named.
-    let m = record::measure(&client, None, "auto");
+    let m = record::measure(&client, None, "auto", "auto");
     let all = m.problems.join("; ");
     assert!(all.contains("client ran tuner"), "{all}");
     assert!(all.contains("server ran tuner"), "{all}");
     assert!(all.contains("server's telemetry"), "{all}");
-    let m = record::measure(&json!({"tuning": {}}), Some(server), "stock");
+    let m = record::measure(&json!({"tuning": {}}), Some(server), "stock", "stock");
     assert!(
         m.problems.iter().any(|p| p.contains("goodput_bps")),
         "{:?}",

@@ -9,7 +9,7 @@ use rightsize_core::tune::TunerSpec;
 
 use super::table::{MEGA, Row, RunView};
 use super::telemetry::Sample;
-use crate::scenario::{Checked, Plot};
+use crate::scenario::{Checked, EndTuner, Plot};
 
 /// A plot, ready to draw.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +286,7 @@ pub fn figure(
                     .iter()
                     .filter(|r| r.variant == v)
                     .filter_map(|r| {
-                        let buf = static_bytes(&r.tuner)?;
+                        let buf = static_bytes(checked, &r.tuner)?;
                         let m = r.goodput_mbps?;
                         Some(Point {
                             x: (buf as f64).log2(),
@@ -305,7 +305,7 @@ pub fn figure(
             }
             for r in at_largest
                 .iter()
-                .filter(|r| static_bytes(&r.tuner).is_none())
+                .filter(|r| static_bytes(checked, &r.tuner).is_none())
             {
                 if Some(&r.variant) != first_variant.as_ref() {
                     continue;
@@ -443,11 +443,21 @@ fn by_variant_tuner(rows: &[Row]) -> Vec<((&str, &str), Vec<&Row>)> {
     groups
 }
 
-/// The buffer of a `static:SIZE` tuner, bytes.
-fn static_bytes(tuner: &str) -> Option<u64> {
-    match tuner.parse::<TunerSpec>().ok()? {
+/// The buffer of a `static:SIZE` tuner, bytes: the label's own, or that
+/// of the sender's tuner of a pair the scenario labels so (seed 004's send
+/// buffer sweep).
+fn static_bytes(checked: &Checked, label: &str) -> Option<u64> {
+    let fixed = |t: &TunerSpec| match t {
         TunerSpec::Static(b) => Some(b.get()),
         _ => None,
+    };
+    if let Ok(t) = label.parse::<TunerSpec>() {
+        return fixed(&t);
+    }
+    let tuning = checked.tuners.iter().find(|t| t.label == label)?;
+    match tuning.server {
+        EndTuner::Spec(t) => fixed(&t),
+        EndTuner::StaticBdp(_) => None,
     }
 }
 

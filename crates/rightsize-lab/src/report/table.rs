@@ -2,8 +2,6 @@
 //! the claims checked against them. Pure: the runs and what their
 //! telemetry said come in as data.
 
-use rightsize_core::tune::TunerSpec;
-
 use super::stats::{MeanCi, mean, mean_ci};
 use crate::run::record::RunRecord;
 use crate::scenario::Checked;
@@ -127,16 +125,9 @@ pub struct InvalidRun {
     pub why: String,
 }
 
-/// The tuners of a scenario in its order, canonical text.
+/// The tuners of a scenario in its order, by label.
 pub fn tuner_order(checked: &Checked) -> Vec<String> {
-    checked.tuners.iter().map(ToString::to_string).collect()
-}
-
-/// `text` as `--tune`'s canonical text, or as written if it does not parse.
-pub fn canonical_tuner(text: &str) -> String {
-    text.parse::<TunerSpec>()
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| text.to_owned())
+    checked.tuners.iter().map(|t| t.label.clone()).collect()
 }
 
 /// The position of `name` in `order`, names not in it after, in order of
@@ -302,27 +293,34 @@ pub struct ClaimRow {
 
 /// The claims of a scenario, checked against its rows.
 pub fn claims(checked: &Checked, rows: &[Row]) -> Vec<ClaimRow> {
-    let variant = checked
+    let first = checked
         .variants()
         .first()
         .map(|v| v.name.clone())
         .unwrap_or_default();
-    let in_variant: Vec<&Row> = rows.iter().filter(|r| r.variant == variant).collect();
-    let largest = in_variant.iter().map(|r| r.size_bytes).max();
+    let largest = rows.iter().map(|r| r.size_bytes).max();
     checked
         .scenario
         .claims
         .iter()
         .map(|c| {
-            let goodput = |tuner: &str| {
-                let tuner = canonical_tuner(tuner);
-                in_variant
-                    .iter()
-                    .find(|r| Some(r.size_bytes) == largest && r.tuner == tuner)
+            let variant = c.variant.clone().unwrap_or_else(|| first.clone());
+            let over_variant = c.over_variant.clone().unwrap_or_else(|| variant.clone());
+            let goodput = |tuner: &str, variant: &str| {
+                let tuner = checked.label_of(tuner);
+                rows.iter()
+                    .find(|r| {
+                        Some(r.size_bytes) == largest && r.tuner == tuner && r.variant == variant
+                    })
                     .and_then(|r| r.goodput_mbps)
                     .map(|m| m.mean)
             };
-            let measured = match (goodput(&c.tuner), goodput(&c.over)) {
+            let at = if over_variant == variant {
+                variant.clone()
+            } else {
+                format!("{variant} over {over_variant}")
+            };
+            let measured = match (goodput(&c.tuner, &variant), goodput(&c.over, &over_variant)) {
                 (Some(a), Some(b)) if b > 0.0 => Some(a / b),
                 _ => None,
             };
@@ -338,7 +336,7 @@ pub fn claims(checked: &Checked, rows: &[Row]) -> Vec<ClaimRow> {
                 published: c.published,
                 holds_at_least: c.holds_at_least,
                 measured,
-                at: largest.map(|s| (variant.clone(), s)),
+                at: largest.map(|s| (at, s)),
                 verdict,
             }
         })

@@ -85,6 +85,9 @@ fn claims_of(c: &Checked, runs: &[RunView]) -> Vec<ClaimRow> {
 
 #[test]
 fn canonical_tuner_text() {
-    assert_eq!(canonical_tuner("static:16384KiB"), "static:16MiB");
-    assert_eq!(canonical_tuner("no such tuner"), "no such tuner");
+    assert_eq!(
+        crate::scenario::canonical("static:16384KiB"),
+        "static:16MiB"
+    );
+    assert_eq!(crate::scenario::canonical("no such tuner"), "no such tuner");
 }

@@ -66,18 +66,28 @@ impl LoadedPath {
         })
     }
 
-    /// This path with `left`/`right` keys laid over its hosts' tables (a
-    /// lab variant's host settings), checked again; named `NAME+variant`.
-    pub fn with_hosts(
+    /// This path with a lab variant's settings laid over it: `top` over
+    /// its top-level keys, `left`/`right` over its hosts' tables; checked
+    /// again.
+    pub fn with_variant(
         &self,
         variant: &str,
+        top: &std::collections::BTreeMap<String, toml::Value>,
         left: &std::collections::BTreeMap<String, toml::Value>,
         right: &std::collections::BTreeMap<String, toml::Value>,
     ) -> anyhow::Result<LoadedPath> {
-        if left.is_empty() && right.is_empty() {
+        if top.is_empty() && left.is_empty() && right.is_empty() {
             return Ok(self.clone());
         }
         let mut table: toml::Table = self.text.parse()?;
+        for (k, v) in top {
+            if matches!(k.as_str(), "left" | "right") {
+                bail!(
+                    "variant {variant:?}: path key {k:?}: host settings go in the variant's own {k} table"
+                );
+            }
+            table.insert(k.clone(), v.clone());
+        }
         for (host, keys) in [("left", left), ("right", right)] {
             let entry = table
                 .entry(host)
@@ -96,7 +106,7 @@ impl LoadedPath {
         })
         .with_context(|| {
             format!(
-                "path spec {} with the host settings of variant {variant:?}",
+                "path spec {} with the settings of variant {variant:?}",
                 self.file.display()
             )
         })?;

@@ -140,8 +140,14 @@ pub struct Measured {
 
 /// Takes the numbers out of `rightsize get --json` (`client`) and the
 /// server's telemetry file (`server_telemetry`, JSON lines, its last
-/// `"final"` line counts), checking both ends ran `tuner`.
-pub fn measure(client: &Value, server_telemetry: Option<&str>, tuner: &str) -> Measured {
+/// `"final"` line counts), checking that the server ran `server_tune` and
+/// the client `client_tune`.
+pub fn measure(
+    client: &Value,
+    server_telemetry: Option<&str>,
+    server_tune: &str,
+    client_tune: &str,
+) -> Measured {
     let mut m = Measured::default();
     let mut problems = Vec::new();
     let mut f64_at = |v: &Value, path: &str| {
@@ -160,14 +166,17 @@ pub fn measure(client: &Value, server_telemetry: Option<&str>, tuner: &str) -> M
     m.rightsize_version = client["rightsize_version"].as_str().map(str::to_owned);
     m.client_tuner = pointer(client, "tuning.tuner").cloned();
     let ran = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-    let wanted = tuner_name(tuner);
+    let wanted = tuner_name(client_tune);
     match ran(pointer(client, "tuning.tuner.name")) {
         Some(name) if name == wanted => {}
         other => problems.push(format!("the client ran tuner {other:?}, not {wanted:?}")),
     }
+    let wanted = tuner_name(server_tune);
     match ran(pointer(client, "server_buffers.tune")) {
-        Some(name) if name == wanted || name == tuner => {}
-        other => problems.push(format!("the server ran tuner {other:?}, not {tuner:?}")),
+        Some(name) if name == wanted || name == server_tune => {}
+        other => problems.push(format!(
+            "the server ran tuner {other:?}, not {server_tune:?}"
+        )),
     }
     match server_telemetry.and_then(final_line) {
         Some(last) => {

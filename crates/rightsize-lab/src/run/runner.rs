@@ -47,8 +47,12 @@ pub struct RunSpec<'a> {
     pub rightsize: &'a Path,
     /// The path.
     pub path: &'a LoadedPath,
-    /// The tuner's `--tune` text.
-    pub tuner: &'a str,
+    /// The server's `--tune` text (the sender's).
+    pub server_tune: &'a str,
+    /// The client's `--tune` text (the receiver's).
+    pub client_tune: &'a str,
+    /// More options for `rightsize serve`.
+    pub server_args: &'a [String],
     /// Bytes to move.
     pub size: Bytes,
     /// The run's directory (created; must not hold an earlier run).
@@ -87,7 +91,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     }
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let rightsize = s(run.rightsize);
-    let server: Vec<String> = [
+    let mut server: Vec<String> = [
         "/bin/sh",
         "-c",
         LOG_THEN_RUN,
@@ -100,13 +104,14 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         "--listen",
         &format!("0.0.0.0:{PORT}"),
         "--tune",
-        run.tuner,
+        run.server_tune,
         "--telemetry-dir",
         &s(dir),
         "-q",
     ]
     .map(str::to_owned)
     .to_vec();
+    server.extend(run.server_args.iter().cloned());
     let spec_file = dir.join("spec.toml");
     fs::write(&spec_file, run.path.for_run(&server)?)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
@@ -128,7 +133,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
             "-o",
             "/dev/null",
             "--tune",
-            run.tuner,
+            run.client_tune,
             "--json",
             "--telemetry",
         ])
@@ -230,7 +235,12 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         }
     };
     let server_telemetry = server_telemetry(dir);
-    outcome.measured = record::measure(&client, server_telemetry.as_deref(), run.tuner);
+    outcome.measured = record::measure(
+        &client,
+        server_telemetry.as_deref(),
+        run.server_tune,
+        run.client_tune,
+    );
     if !outcome.measured.problems.is_empty() {
         outcome.error = Some(outcome.measured.problems.join("; "));
     }

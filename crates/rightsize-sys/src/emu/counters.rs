@@ -13,7 +13,11 @@ pub const CLOSED_PORT: u16 = 9;
 
 /// Measures `count` idle round trips from namespace `from` to `to`: each is
 /// a TCP connect to a closed port, answered by a RST one round trip later
-/// (no server needed, nothing stays open).
+/// (no server needed, nothing stays open). The connects start
+/// [`PROBE_SPACING`] apart and overlap, so the whole takes about
+/// `count x PROBE_SPACING` plus one round trip, not `count` round trips
+/// (at 100 ms, 0.3 s instead of 1.2 s per path run); a SYN of 60 bytes
+/// every 20 ms adds no queue.
 pub fn idle_rtts(
     from: &str,
     to: std::net::Ipv4Addr,
@@ -21,21 +25,35 @@ pub fn idle_rtts(
 ) -> Result<Vec<Duration>, EmuError> {
     let target = SocketAddr::from((to, CLOSED_PORT));
     let samples = netns::run_in(from, move || {
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let start = Instant::now();
-            match TcpStream::connect_timeout(&target, Duration::from_secs(3)) {
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => out.push(start.elapsed()),
-                // Something answered on the port, or nothing came back:
-                // either way not an idle round trip.
-                _ => {}
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        out
+        // Threads spawned here inherit this thread's network namespace.
+        std::thread::scope(|scope| {
+            let probes: Vec<_> = (0..count)
+                .map(|i| {
+                    scope.spawn(move || {
+                        std::thread::sleep(PROBE_SPACING * i as u32);
+                        let start = Instant::now();
+                        match TcpStream::connect_timeout(&target, Duration::from_secs(3)) {
+                            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                                Some(start.elapsed())
+                            }
+                            // Something answered on the port, or nothing came
+                            // back: either way not an idle round trip.
+                            _ => None,
+                        }
+                    })
+                })
+                .collect();
+            probes
+                .into_iter()
+                .filter_map(|p| p.join().ok().flatten())
+                .collect::<Vec<Duration>>()
+        })
     })?;
     Ok(samples)
 }
+
+/// Time between the starts of two idle-RTT probes.
+pub const PROBE_SPACING: Duration = Duration::from_millis(20);
 
 /// Counters of one instant.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
