@@ -3,8 +3,8 @@
 //! This crate reads no clock, opens no socket and touches no file. It holds
 //! the units (bytes, bit rates, durations), the bandwidth-delay arithmetic,
 //! the host-tuning advice, the FTP wire codec, `ftp://` URLs, streaming
-//! checksums, the cross-traffic pacing schedule and the path probes'
-//! datagrams and bookkeeping. Time, where needed, is
+//! checksums, the cross-traffic pacing schedule, the path probes'
+//! datagrams and bookkeeping, and the sender's write size. Time, where needed, is
 //! an argument. The system layer
 //! (`rightsize-sys`) and the binary drive it.
 
@@ -25,3 +25,4 @@ pub mod telemetry;
 pub mod tune;
 pub mod units;
 pub mod url;
+pub mod write_size;

@@ -8,3 +8,4 @@ pub mod client;
 pub mod server;
 pub mod telemetry;
 pub mod tuning;
+mod writes;

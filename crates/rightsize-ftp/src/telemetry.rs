@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rightsize_core::telemetry::{Direction, Header, Role};
+use rightsize_core::write_size::WriteSize;
 use rightsize_sys::telemetry::TelemetryOut;
 
 /// Why a telemetry file could not be started.
@@ -38,6 +39,15 @@ pub struct Describe {
     pub argv: Vec<String>,
     /// Settings by name (buffer requests, SBUF, URL or path...).
     pub settings: BTreeMap<String, String>,
+}
+
+/// Records a sending end's write size (`--write-size`) in its settings as
+/// `write_size_bytes`: the byte count, or `default` when the end sends as
+/// it always does (the server with `sendfile`, the client in 256 KiB
+/// pieces). A receiving end records none: it writes nothing.
+pub fn record_write_size(settings: &mut BTreeMap<String, String>, size: Option<WriteSize>) {
+    let value = size.map_or_else(|| "default".to_owned(), |s| s.to_string());
+    settings.insert("write_size_bytes".to_owned(), value);
 }
 
 /// Creates `path` for a telemetry file of `socket`, sampled every

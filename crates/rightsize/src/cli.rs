@@ -197,6 +197,7 @@ impl AdviseArgs {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
@@ -204,5 +205,30 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The help's range is the parser's: one constant, printed as typed.
+    #[test]
+    fn write_size_help_states_the_parsers_limit() {
+        use rightsize_core::write_size::MAX_WRITE_SIZE_BYTES;
+        let limit = format!("1 to {}", Bytes(MAX_WRITE_SIZE_BYTES));
+        let mut cli = Cli::command();
+        for name in ["serve", "put"] {
+            let command = cli.find_subcommand_mut(name).unwrap();
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id() == "write_size")
+                .unwrap();
+            let help = arg.get_help().unwrap().to_string();
+            assert!(help.contains(&limit), "{name}: {help}");
+        }
+        assert!(
+            Cli::command()
+                .find_subcommand("get")
+                .unwrap()
+                .get_arguments()
+                .all(|a| a.get_id() != "write_size"),
+            "get receives; it has no write size"
+        );
     }
 }

@@ -12,6 +12,7 @@ use rightsize_core::passwd::UserDb;
 use rightsize_core::session::bench::{NULL_DIR, ZERO_DIR};
 use rightsize_core::tune::TunerSpec;
 use rightsize_core::units::{self, Bytes};
+use rightsize_core::write_size::WriteSize;
 use rightsize_ftp::server::{self, Server, ServerConfig};
 use rightsize_sys::socket::BufferRequest;
 
@@ -93,6 +94,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME")]
     pub congestion: Option<String>,
 
+    /// Send with write(2) calls of at most BYTES each (the last one shorter) on every data
+    /// connection the server sends on (RETR, the zero source, listings), instead of sendfile: 1 to
+    /// 16MiB, e.g. 1024, 4KB, 16KiB. For seed 004's write-size experiment; on Linux a small write
+    /// size mostly costs CPU. Default: sendfile.
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
+    pub write_size: Option<WriteSize>,
+
     /// Write one JSON-lines telemetry file per data connection into DIR.
     #[arg(long, value_name = "DIR")]
     pub telemetry_dir: Option<PathBuf>,
@@ -153,6 +161,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None if args.rcvbuf.is_some() || args.sndbuf.is_some() => None,
         None => Some(TunerSpec::Auto),
     };
+    config.write_size = args.write_size;
     config.telemetry_dir = args.telemetry_dir.clone();
     config.telemetry_interval = args.telemetry_interval;
     config.argv = std::env::args().collect();

@@ -384,6 +384,7 @@ pub fn summary_json(report: &Report) -> Value {
         "server_buffers": report.server_buffers,
         "tuning": report.tuning,
         "sbuf": report.sbuf,
+        "write_size_bytes": report.write_size,
         "retransmits": info.map(|i| i.total_retrans_segs),
         "rtt_us": info.map(|i| i.rtt_us),
         "min_rtt_us": info.and_then(|i| i.min_rtt_us),

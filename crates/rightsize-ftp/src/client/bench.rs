@@ -23,19 +23,18 @@ use rightsize_core::ftp::{Capability, Token};
 use rightsize_core::host::HostSettings;
 use rightsize_core::tune::{Role, TunerSpec};
 use rightsize_core::url::FtpUrl;
+use rightsize_core::write_size::WriteSize;
 
 use super::control::arg;
 use super::error::ClientError;
 use super::session::Session;
-use super::transfer::open_data;
+use super::transfer::{CHUNK_BYTES, open_data};
 use super::{Direction, Observer, Options, Report};
+use crate::writes::ZEROS;
 
 /// Bytes asked of the zero source for a test limited by time: more than
 /// any test moves (1 TiB).
 const OPEN_ENDED_BYTES: u64 = 1 << 40;
-/// Bytes per write of a sending test.
-const CHUNK_BYTES: usize = 256 * 1024;
-static ZEROS: [u8; CHUNK_BYTES] = [0; CHUNK_BYTES];
 
 /// Which way a test's bytes go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +255,14 @@ fn send(
         BenchLimit::Bytes(b) => Some(b),
         BenchLimit::Time(_) => None,
     };
+    let write_bytes = options.write_size.map_or(CHUNK_BYTES, WriteSize::bytes);
+    let own;
+    let zeros: &[u8] = if write_bytes <= ZEROS.len() {
+        &ZEROS[..write_bytes]
+    } else {
+        own = vec![0u8; write_bytes];
+        &own
+    };
     let mut stopped = None;
     loop {
         let moved = data.moved();
@@ -266,12 +273,12 @@ fn send(
             stopped = Some(why);
             break;
         }
-        let n = total.map_or(CHUNK_BYTES, |t| {
+        let n = total.map_or(zeros.len(), |t| {
             usize::try_from(t - moved)
                 .unwrap_or(usize::MAX)
-                .min(CHUNK_BYTES)
+                .min(zeros.len())
         });
-        data.send(&ZEROS[..n], &mut None, total, observer, options)?;
+        data.send(&zeros[..n], &mut None, total, observer, options)?;
     }
     // Every byte acknowledged, as `put` does.
     data.end_upload(options)?;

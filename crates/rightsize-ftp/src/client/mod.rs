@@ -43,6 +43,7 @@ use rightsize_core::checksum::Algorithm;
 use rightsize_core::tcpinfo::TcpInfoSample;
 use rightsize_core::telemetry::BufferSummary;
 use rightsize_core::tune::TunerSpec;
+use rightsize_core::write_size::WriteSize;
 use rightsize_sys::socket::{Applied, BufferRequest};
 use rightsize_sys::tcp_info::TcpInfoError;
 use serde::Serialize;
@@ -90,6 +91,10 @@ pub struct Options {
     pub tune: Option<TunerSpec>,
     /// A telemetry file of the data connection, with the tuner's decisions.
     pub telemetry: Option<TelemetryFile>,
+    /// Bytes per `write(2)` when the client sends (an upload, or a test
+    /// that sends), to reproduce seed 004's write-size experiment
+    /// (Appendix B). `None` (the default) writes 256 KiB pieces.
+    pub write_size: Option<WriteSize>,
 }
 
 /// Where and how often to record the data connection (`--telemetry`).
@@ -114,6 +119,7 @@ impl Default for Options {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             tune: None,
             telemetry: None,
+            write_size: None,
         }
     }
 }
@@ -239,6 +245,9 @@ pub struct Report {
     pub sbuf: Option<SbufReport>,
     /// `TCP_INFO` of the data socket when the data had all moved.
     pub tcp_info: Option<TcpInfoSample>,
+    /// Bytes per write of an upload made with [`Options::write_size`];
+    /// `None` for a download or the default pieces.
+    pub write_size: Option<WriteSize>,
     /// `--verify`, if asked for.
     pub checksum: Option<ChecksumReport>,
     /// The `SIZE` answer (download) or local size (upload), bytes.

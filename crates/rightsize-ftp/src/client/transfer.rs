@@ -22,6 +22,7 @@ use rightsize_core::ftp::{Command, Reply};
 use rightsize_core::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
 use rightsize_core::tune::{Peer, Role, Tuner};
 use rightsize_core::url::FtpUrl;
+use rightsize_core::write_size::WriteSize;
 use rightsize_sys::probe::Prober;
 use rightsize_sys::socket::{Applied, BufferApplied, BufferRequest};
 use rightsize_sys::telemetry::{Monitor, TelemetryOut, Tuning};
@@ -38,10 +39,12 @@ use super::{
 };
 use crate::telemetry::{self, Describe};
 use crate::tuning;
+use crate::writes::read_full;
 use rightsize_core::session::report::DataSocketBuffers;
 
-/// Bytes moved per read or write on the data connection.
-const CHUNK_BYTES: usize = 256 * 1024;
+/// Bytes moved per read or write on the data connection, unless
+/// [`Options::write_size`] says otherwise for writes.
+pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
 /// What `--verify` says when the server has no checksum.
 pub const NO_SERVER_CHECKSUM: &str = "not verified: the server offers no checksum";
 
@@ -151,9 +154,15 @@ pub fn put(
 
     let stor = Command::Stor(arg(&path, "path")?);
     let mut data = open_data(&mut session, &stor, &path, Role::Sender, options, observer)?;
-    let mut chunk = vec![0u8; CHUNK_BYTES];
+    let mut chunk = vec![0u8; options.write_size.map_or(CHUNK_BYTES, WriteSize::bytes)];
     loop {
-        let n = match file.read(&mut chunk) {
+        // With a write size every piece is whole (one write each), however
+        // the file's reads come.
+        let read = match options.write_size {
+            Some(_) => read_full(&mut file, &mut chunk),
+            None => file.read(&mut chunk),
+        };
+        let n = match read {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -295,6 +304,8 @@ pub(crate) struct DataConn {
     /// Packet trains and the probe stream towards the server, for a
     /// receiving tuner that reads them.
     prober: Option<Prober>,
+    /// The write size in force when this end sends.
+    write_size: Option<WriteSize>,
 }
 
 /// What is left of a data connection once it is closed.
@@ -312,6 +323,7 @@ pub(crate) struct DataDone {
     server_buffers: Option<DataSocketBuffers>,
     tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
     tuning: Option<TuningReport>,
+    write_size: Option<WriteSize>,
 }
 
 impl DataDone {
@@ -332,6 +344,7 @@ impl DataDone {
             server_buffers: self.server_buffers,
             sbuf: None,
             tcp_info: self.tcp_info,
+            write_size: self.write_size,
             checksum: None,
             expected_bytes: None,
             tuning: self.tuning,
@@ -393,7 +406,13 @@ pub(crate) fn open_data(
         source,
     })?;
     let telemetry = match &options.telemetry {
-        Some(file) => Some(open_telemetry(file, &stream, role, tuner.as_deref())?),
+        Some(file) => Some(open_telemetry(
+            file,
+            &stream,
+            role,
+            tuner.as_deref(),
+            options.write_size,
+        )?),
         None => None,
     };
     let control = session.control.stream();
@@ -459,6 +478,7 @@ pub(crate) fn open_data(
         pump,
         exchange,
         prober,
+        write_size: options.write_size.filter(|_| role == Role::Sender),
     })
 }
 
@@ -478,12 +498,16 @@ fn open_telemetry(
     stream: &TcpStream,
     role: Role,
     tuner: Option<&dyn Tuner>,
+    write_size: Option<WriteSize>,
 ) -> Result<TelemetryOut, ClientError> {
     let mut settings = file.settings.clone();
     settings.insert(
         "tune".to_owned(),
         tuner.map_or("none", |t| t.name()).to_owned(),
     );
+    if role == Role::Sender {
+        telemetry::record_write_size(&mut settings, write_size);
+    }
     let describe = Describe {
         role: TelemetryRole::Client,
         direction: match role {
@@ -665,6 +689,7 @@ impl DataConn {
             server_buffers: DataSocketBuffers::from_reply_text(&text),
             tcp_info,
             tuning,
+            write_size: self.write_size,
         })
     }
 }

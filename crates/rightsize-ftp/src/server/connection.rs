@@ -288,6 +288,7 @@ impl Conn {
             request,
             connect_timeout: self.shared.config.data_connect_timeout,
             idle_timeout: self.shared.config.data_idle_timeout,
+            write_size: self.shared.config.write_size,
         };
         let probe_to = self
             .session

@@ -11,7 +11,9 @@
 //! - the accept or connect gives up after the data-connection timeout, and
 //!   a connection that moves no byte for the idle timeout ends as a network
 //!   error;
-//! - an [`AbortHandle`] stops a transfer at any point: waiting, or mid-copy.
+//! - an [`AbortHandle`] stops a transfer at any point: waiting, or mid-copy;
+//! - with a write size ([`DataParams::write_size`]) everything sent goes
+//!   out in `write(2)` calls of at most that many bytes (no `sendfile`).
 //!
 //! Nothing here writes to the control connection: the session thread does.
 
@@ -24,8 +26,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_core::session::TransferOutcome;
+use rightsize_core::write_size::WriteSize;
 use rightsize_sys::socket::{self, Applied, BufferRequest};
 use rightsize_sys::telemetry::Finished;
+
+use crate::writes::{self, CopyError, ZEROS};
 
 /// How often a waiting accept looks at the abort flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
@@ -33,13 +38,11 @@ const ACCEPT_POLL: Duration = Duration::from_millis(50);
 /// Bytes per `read`/`write` of a copy, and per `sendfile` call.
 pub const COPY_CHUNK_BYTES: usize = 1 << 20;
 
-/// The zeros the benchmark source sends.
-static ZEROS: [u8; 256 * 1024] = [0; 256 * 1024];
-
 /// Where the bytes of a retrieve come from.
 #[derive(Debug)]
 pub enum Source {
-    /// A file, already positioned at the REST offset (sent with `sendfile`).
+    /// A file, already positioned at the REST offset (sent with `sendfile`,
+    /// or read and written with a write size).
     File(File),
     /// The benchmark source: this many zero bytes.
     Zero {
@@ -96,6 +99,9 @@ pub struct DataParams {
     pub connect_timeout: Duration,
     /// How long the connection may move no byte.
     pub idle_timeout: Duration,
+    /// Bytes per `write(2)` when this end sends (`--write-size`); `None`
+    /// sends files and the zero source with `sendfile`.
+    pub write_size: Option<WriteSize>,
 }
 
 /// Stops a running transfer from another thread.
@@ -198,7 +204,7 @@ pub fn run(
     let observer = stream.try_clone().ok();
     let started = Instant::now();
     report.outcome = match flow {
-        Flow::Send(source) => send(stream, source, progress),
+        Flow::Send(source) => send(stream, source, params.write_size, progress),
         Flow::Receive(sink) => receive(stream, sink, progress, &|| {
             !abort.is_aborted() && client_alive()
         }),
@@ -289,18 +295,40 @@ fn poll_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {
     n > 0
 }
 
-fn send(mut stream: TcpStream, source: Source, progress: &Progress) -> TransferOutcome {
-    let result = match source {
-        Source::File(file) => send_file(&stream, &file, progress),
-        Source::Zero { remaining_bytes } => send_zeros(&mut stream, remaining_bytes, progress),
-        Source::Bytes(bytes) => stream
-            .write_all(&bytes)
-            .map(|()| {
-                progress
-                    .bytes
-                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+fn send(
+    mut stream: TcpStream,
+    source: Source,
+    write_size: Option<WriteSize>,
+    progress: &Progress,
+) -> TransferOutcome {
+    let count = &mut |n: usize| {
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    };
+    let result = match (source, write_size) {
+        (Source::File(file), None) => send_file(&stream, &file, progress),
+        (Source::File(mut file), Some(size)) => {
+            writes::copy(&mut file, &mut stream, size.bytes(), count).map_err(|e| match e {
+                CopyError::Read(e) => SendError::Local(e),
+                CopyError::Write(e) => write_error(e),
             })
+        }
+        (Source::Zero { remaining_bytes }, None) => {
+            send_zeros(&mut stream, remaining_bytes, progress)
+        }
+        (Source::Zero { remaining_bytes }, Some(size)) => {
+            writes::zeros(&mut stream, remaining_bytes, size.bytes(), count).map_err(write_error)
+        }
+        (Source::Bytes(bytes), None) => stream
+            .write_all(&bytes)
+            .map(|()| count(bytes.len()))
             .map_err(SendError::Network),
+        (Source::Bytes(bytes), Some(size)) => {
+            writes::copy(&mut bytes.as_slice(), &mut stream, size.bytes(), count).map_err(|e| {
+                match e {
+                    CopyError::Read(e) | CopyError::Write(e) => write_error(e),
+                }
+            })
+        }
     };
     match result {
         Ok(()) => finish_send(stream, progress),
@@ -362,7 +390,11 @@ fn send_zeros(
 ) -> Result<(), SendError> {
     match zero_file() {
         Some(file) => send_zero_file(stream, file, remaining, progress),
-        None => write_zeros(stream, remaining, progress),
+        // The fallback without a memory file: `write` from a static buffer.
+        None => writes::zeros(stream, remaining, ZEROS.len(), &mut |n| {
+            progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        })
+        .map_err(write_error),
     }
 }
 
@@ -428,24 +460,13 @@ fn idle_timeout() -> io::Error {
     )
 }
 
-/// The fallback without a memory file: `write` from a static buffer.
-fn write_zeros(
-    stream: &mut TcpStream,
-    mut remaining: u64,
-    progress: &Progress,
-) -> Result<(), SendError> {
-    while remaining > 0 {
-        let n = usize::try_from(remaining)
-            .unwrap_or(usize::MAX)
-            .min(ZEROS.len());
-        let written = stream.write(&ZEROS[..n])?;
-        if written == 0 {
-            return Err(io::Error::from(io::ErrorKind::WriteZero).into());
-        }
-        remaining -= written as u64;
-        progress.bytes.fetch_add(written as u64, Ordering::Relaxed);
+/// A failed write to the data connection; the send timeout (`EAGAIN`) is
+/// the idle timeout, as for `sendfile`.
+fn write_error(e: io::Error) -> SendError {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => SendError::Network(idle_timeout()),
+        _ => SendError::Network(e),
     }
-    Ok(())
 }
 
 /// `sendfile(2)` from the file's current position to its end: the bytes go

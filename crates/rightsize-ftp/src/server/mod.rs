@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rightsize_core::passwd::UserDb;
 use rightsize_core::session::SessionConfig;
 use rightsize_core::tune::{Peer, Role, Tuner, TunerSpec};
+use rightsize_core::write_size::WriteSize;
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 
@@ -85,6 +86,11 @@ pub struct ServerConfig {
     /// client sent `SBUF` before the transfer; `None` applies `buffers` as
     /// they are.
     pub tune: Option<TunerSpec>,
+    /// Bytes per `write(2)` on every data connection the server sends on
+    /// (RETR, the zero source, listings), to reproduce seed 004's
+    /// write-size experiment (Appendix B); `None` sends files and the zero
+    /// source with `sendfile` in [`COPY_CHUNK_BYTES`] calls.
+    pub write_size: Option<WriteSize>,
     /// Where to write one telemetry file per data connection.
     pub telemetry_dir: Option<PathBuf>,
     /// Telemetry sampling interval.
@@ -112,6 +118,7 @@ impl ServerConfig {
             data_idle_timeout: DEFAULT_DATA_IDLE_TIMEOUT,
             buffers: BufferRequest::default(),
             tune: None,
+            write_size: None,
             telemetry_dir: None,
             telemetry_interval: Duration::from_millis(100),
             argv: Vec::new(),

@@ -121,6 +121,9 @@ impl TransferLog {
         settings.insert("rcvbuf_bytes".into(), setting(self.sbuf.or(buffers.rcvbuf)));
         settings.insert("sndbuf_bytes".into(), setting(self.sbuf.or(buffers.sndbuf)));
         settings.insert("tune".into(), tune.unwrap_or("none").to_owned());
+        if self.direction == Direction::Send {
+            telemetry::record_write_size(&mut settings, self.shared.config.write_size);
+        }
         settings.insert(
             "congestion".into(),
             buffers
