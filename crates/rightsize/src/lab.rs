@@ -62,9 +62,13 @@ pub enum LabCommand {
     Report(ReportArgs),
 }
 
+/// The scenario name that means every built-in one.
+pub const ALL: &str = "all";
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Scenario files, or built-in scenario names (`rightsize lab list`).
+    /// Scenario files, built-in scenario names (`rightsize lab list`), or
+    /// `all`: every built-in scenario.
     #[arg(required = true, value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
     /// The results directory (made if missing; a re-run skips what it holds).
@@ -140,6 +144,16 @@ fn run_scenarios(
         eprintln!("rightsize: {e:#}");
         Ok(ExitCode::from(2))
     };
+    let names: Vec<String> = names
+        .iter()
+        .flat_map(|n| {
+            if n == ALL && !Path::new(n).exists() {
+                lab::builtin_names()
+            } else {
+                vec![n.clone()]
+            }
+        })
+        .collect();
     let scenarios = match names
         .iter()
         .map(|n| ScenarioFile::load(n, quick))

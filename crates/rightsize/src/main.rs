@@ -53,14 +53,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Commands that only compute and print: piped into `head`, they end
-/// quietly as `cat` would. Every other command keeps Rust's default
-/// (SIGPIPE ignored, a write error instead), because a server or a path run
-/// must survive a peer that goes away and still tear down what it made.
+/// Commands that only compute, print and start other processes: piped
+/// into `head`, they end quietly as `cat` would (a lab's current run is a
+/// `path run` of its own, which still tears its path down). Every other
+/// command keeps Rust's default (SIGPIPE ignored, a write error instead),
+/// because a server or a path run must survive a peer that goes away and
+/// still tear down what it made.
 fn prints_only(command: &cli::Command) -> bool {
     use crate::path::PathCommand;
     match command {
-        cli::Command::Advise(_) => true,
+        cli::Command::Advise(_) | cli::Command::Lab(_) | cli::Command::Demo(_) => true,
         cli::Command::Path(p) => matches!(p.command, PathCommand::Show(_) | PathCommand::List),
         _ => false,
     }

@@ -129,7 +129,6 @@ pub struct TransferArgs {
     #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
     pub sbuf: Option<Bytes>,
 
-    /// Limit for each connect, and for the server to connect back with --active.
     /// Record the data connection into FILE as JSON lines: a header (command line, settings,
     /// version, kernel), then every --telemetry-interval the bytes, goodput, buffers and TCP_INFO.
     #[arg(long, value_name = "FILE")]
@@ -139,6 +138,7 @@ pub struct TransferArgs {
     #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = units::parse_positive_duration)]
     pub telemetry_interval: Duration,
 
+    /// Limit for each connect, and for the server to connect back with --active.
     #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_CONNECT_TIMEOUT))]
     pub connect_timeout: Limit,
 
