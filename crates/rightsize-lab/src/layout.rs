@@ -12,6 +12,9 @@ pub const RUNS_JSONL: &str = "runs.jsonl";
 pub const SCENARIOS_DIR: &str = "scenarios";
 /// `DIR/report/`: what `lab report` writes.
 pub const REPORT_DIR: &str = "report";
+/// `DIR/report/screenshot.png`: the page as headless Chromium showed it
+/// (`lab report --screenshot`).
+pub const SCREENSHOT_PNG: &str = "screenshot.png";
 /// A run directory's receiver telemetry (`get --telemetry`).
 pub const CLIENT_TELEMETRY: &str = "client.jsonl";
 /// How a run directory's sender telemetry files end (`serve

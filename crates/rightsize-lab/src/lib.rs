@@ -21,7 +21,8 @@
 //!                                    client.json (get --json), client.jsonl (the
 //!                                    receiver's telemetry), *-retr.jsonl (the sender's
 //!                                    telemetry), server.log, path.log
-//! DIR/report/                        index.html, summary.md, NAME-PLOT.svg and .png
+//! DIR/report/                        index.html, summary.md, NAME-PLOT.svg and .png;
+//!                                    screenshot.png (`lab report --screenshot`)
 //! ```
 //!
 //! A run's line is appended only once the run is over, so a directory

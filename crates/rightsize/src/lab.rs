@@ -11,7 +11,11 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use rightsize_core::units::Bytes;
 use rightsize_lab::lab::{self, Planned, ScenarioFile};
-use rightsize_lab::report;
+use rightsize_lab::layout::{REPORT_DIR, SCREENSHOT_PNG};
+use rightsize_lab::report::rendered::{
+    BrowserCheck, COLOUR_COUNT_CAP, MIN_PLOT_COLOURS, MIN_PLOT_INK,
+};
+use rightsize_lab::report::{self, browser};
 use rightsize_lab::run::record::RunRecord;
 use rightsize_lab::run::runner::run_line;
 use rightsize_sys::signals::StopSignals;
@@ -28,6 +32,7 @@ Markdown summary from that directory's files alone. Needs root (network namespac
   rightsize lab run demo drsftp-fig4 --out results/
   rightsize lab run lab/scenarios/perfsonar.toml --out results/ --quick
   rightsize lab report results/
+  rightsize lab report results/ --screenshot
 
 A re-run with the same --out skips the runs already recorded; Ctrl-C leaves only whole runs \
 recorded. Runs that fail a fidelity check of the path are shown as invalid and left out of the \
@@ -87,6 +92,10 @@ pub struct ReportArgs {
     /// A results directory written by `rightsize lab run`.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Then open the report in headless Chromium (`apt-get install chromium-headless-shell`),
+    /// save a full-page screenshot as DIR/report/screenshot.png and check every plot rendered.
+    #[arg(long)]
+    pub screenshot: bool,
 }
 
 /// `rightsize demo`.
@@ -120,7 +129,18 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             }
             let files = report::make_report(&a.dir)?;
             print_report_files(&files);
-            Ok(ExitCode::SUCCESS)
+            if !a.screenshot {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let shot = a.dir.join(REPORT_DIR).join(SCREENSHOT_PNG);
+            let check = browser::check_report(&files.index_html, &shot, files.figures)
+                .context("checking the report in a browser")?;
+            print_browser_check(&check);
+            Ok(if check.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }
@@ -334,4 +354,50 @@ fn print_report_files(files: &report::ReportFiles) {
     println!("\nreport: {}", files.index_html.display());
     println!("summary: {}", files.summary_md.display());
     println!("plots: {} file(s)", files.plots.len());
+}
+
+/// What the browser check looked at, a line per plot, then the verdict.
+fn print_browser_check(check: &BrowserCheck) {
+    println!(
+        "\nscreenshot: {} ({} x {} px, the whole page; {})",
+        check.screenshot.display(),
+        check.screenshot_px.0,
+        check.screenshot_px.1,
+        check.browser
+    );
+    println!(
+        "browser check: {} of {} plot(s) rendered ({} <svg>/<img> in the page; a plot counts when \
+         laid out, drawn, and its box in the screenshot has >= {MIN_PLOT_COLOURS} colours and \
+         >= {:.0}% not white)",
+        check.plots_rendered(),
+        check.plots_expected,
+        check.elements,
+        100.0 * MIN_PLOT_INK
+    );
+    for (i, p) in check.plots.iter().enumerate() {
+        let seen = p.ink.map_or_else(String::new, |ink| {
+            let more = if ink.colours >= COLOUR_COUNT_CAP {
+                "+"
+            } else {
+                ""
+            };
+            format!(
+                ", {}{more} colours, {:.1}% not white",
+                ink.colours,
+                100.0 * ink.share
+            )
+        });
+        println!(
+            "  plot {}: <{}> {:.0} x {:.0} px at y = {:.0}{seen}: {}",
+            i + 1,
+            p.probe.tag.as_deref().unwrap_or("none"),
+            p.probe.w,
+            p.probe.h,
+            p.probe.y,
+            p.problem.as_deref().unwrap_or("ok")
+        );
+    }
+    for problem in check.problems() {
+        println!("problem: {problem}");
+    }
 }

@@ -11,7 +11,11 @@
 //! valid when its fidelity checks passed and it has no error; the others
 //! are listed with their failed checks or error, and left out.
 //!
-//! Only [`make_report`] and [`load`] touch files. The statistics
+//! [`browser`] opens the page in headless Chromium, takes a full-page
+//! screenshot and checks every plot rendered (`lab report --screenshot`);
+//! [`rendered`] judges what it saw.
+//!
+//! Only [`make_report`], [`load`] and [`browser`] touch files. The statistics
 //! ([`stats`]), tables ([`table`]), plot contents ([`figure`]), drawing
 //! ([`render`]) and the HTML and Markdown ([`html`], [`markdown`]) are
 //! functions over data.
@@ -28,12 +32,14 @@
 //! whole files only for the runs they draw (largest size); decision lines
 //! are skipped unparsed.
 
+pub mod browser;
 pub mod doc;
 pub mod figure;
 pub mod html;
 pub mod load;
 pub mod markdown;
 pub mod render;
+pub mod rendered;
 pub mod stats;
 pub mod table;
 pub mod telemetry;
@@ -70,6 +76,8 @@ pub struct ReportFiles {
     pub summary_md: PathBuf,
     /// `DIR/report/SCENARIO-PLOT.svg` and `.png`, in pairs.
     pub plots: Vec<PathBuf>,
+    /// Plots on the page (one `<figure>` each).
+    pub figures: usize,
 }
 
 impl ReportFiles {
@@ -113,6 +121,7 @@ pub fn make_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         Ok(path)
     };
     let mut plots = Vec::new();
+    let figures = report.sections.iter().map(|s| s.plots.len()).sum();
     let svgs = report.sections.iter().flat_map(|s| &s.plots);
     for (p, png) in svgs.zip(&pngs) {
         plots.push(write(&format!("{}.svg", p.stem), p.svg.as_bytes())?);
@@ -122,6 +131,7 @@ pub fn make_report(dir: &Path) -> anyhow::Result<ReportFiles> {
         index_html: write("index.html", html::render(&report).as_bytes())?,
         summary_md: write("summary.md", markdown::render(&report).as_bytes())?,
         plots,
+        figures,
     })
 }
 
@@ -277,6 +287,8 @@ fn note_missing(missing: &mut Missing, run: usize, path: PathBuf, what: &str) {
         .push(what.to_owned());
 }
 
+#[cfg(test)]
+mod browser_tests;
 #[cfg(test)]
 mod fixture;
 #[cfg(test)]

@@ -103,6 +103,16 @@ fn y_top(values: impl Iterator<Item = f64>) -> f64 {
     if top > 0.0 { top * 1.3 } else { 1.0 }
 }
 
+/// A linear axis' tick value without float noise: plotters steps ticks
+/// by adding floats, and `{x}` printed 0.15000000000000002 and a
+/// 0.39999999999999997 too wide for the plot (its end was cut off).
+/// Six decimals keep microseconds on a seconds axis.
+fn tick_label(x: f64) -> String {
+    let text = format!("{x:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" { "0" } else { text }.to_owned()
+}
+
 fn hi(p: &Point) -> f64 {
     p.y + p.half_ci.unwrap_or(0.0)
 }
@@ -140,7 +150,7 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
         if log2 {
             size_label(2f64.powf(*x))
         } else {
-            format!("{x}")
+            tick_label(*x)
         }
     };
     let x_labels = if log2 {
@@ -376,6 +386,22 @@ mod tests {
         }
         let png = png(&Figure::Xy(xy())).expect("png");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    #[test]
+    fn tick_labels_have_no_float_noise() {
+        let labels: Vec<String> = [
+            0.15000000000000002,
+            0.39999999999999997,
+            0.0,
+            -0.0,
+            1200.0,
+            2.5e-7,
+        ]
+        .into_iter()
+        .map(tick_label)
+        .collect();
+        assert_eq!(labels, ["0.15", "0.4", "0", "0", "1200", "0"]);
     }
 
     #[test]

@@ -1,0 +1,433 @@
+//! The report opened in a real browser, as a person would: headless
+//! Chromium (Debian's `chromium-headless-shell`) loads `index.html`,
+//! says where it laid out each plot and whether it drew it, and takes a
+//! full-page screenshot; [`rendered`](super::rendered) judges both.
+//!
+//! System side: this module runs processes and writes files. Each
+//! Chromium run is its own process group with a time limit
+//! ([`BROWSER_TIMEOUT`]); when it ends, or on timeout, or on any early
+//! return, the whole group is killed (Chromium leaves helper processes
+//! behind otherwise) and its scratch files removed.
+//!
+//! The report itself is not changed: the probe runs in a copy next to it
+//! (`.index.html.probe-PID-N.html`, removed afterwards), the screenshot is
+//! of the page as written.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::rendered::{self, BrowserCheck};
+
+/// The Debian package with headless Chromium (`scripts/setup` installs it).
+pub const CHROMIUM_PACKAGE: &str = "chromium-headless-shell";
+/// Its command, looked up in `PATH` (Debian: `/usr/bin/chromium-headless-shell`).
+pub const CHROMIUM_COMMAND: &str = "chromium-headless-shell";
+/// The window's width, CSS pixels: the report's body is at most 1100
+/// wide, so nothing is squeezed. The screenshot is 1:1 (scale factor 1).
+pub const WINDOW_WIDTH_PX: u32 = 1200;
+/// The tallest screenshot taken; plots below it are reported as not seen.
+/// About 50 plots; a 1200 x 32768 page takes Chromium 4 s and 300 MB.
+pub const MAX_SCREENSHOT_HEIGHT_PX: u32 = 32_768;
+/// The window's height while the probe measures the page (the layout
+/// does not depend on it: the report sizes nothing by the viewport).
+const PROBE_WINDOW_HEIGHT_PX: u32 = 900;
+/// How long one Chromium run may take (a page load and a screenshot take
+/// about a second).
+pub const BROWSER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Virtual time the page gets to load and decode its images before the
+/// DOM is dumped or the screenshot taken; virtual, so it costs no wait.
+const VIRTUAL_TIME_BUDGET_MS: u32 = 5_000;
+/// How often a running Chromium is polled.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Why the browser check could not run. (Plots that did not render are
+/// not an error: they are in [`BrowserCheck::problems`].)
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    #[error(
+        "headless Chromium (`{CHROMIUM_COMMAND}`) is not installed: \
+         run `apt-get install {CHROMIUM_PACKAGE}` (scripts/setup does)"
+    )]
+    Missing,
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("{command} ({what}) did not finish in {timeout:?}; killed it")]
+    TimedOut {
+        command: PathBuf,
+        what: &'static str,
+        timeout: Duration,
+    },
+    #[error("{command} ({what}) failed, {status}: {stderr}")]
+    Failed {
+        command: PathBuf,
+        what: &'static str,
+        status: ExitStatus,
+        stderr: String,
+    },
+    #[error("{what}: {reason}")]
+    Output { what: &'static str, reason: String },
+}
+
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> BrowserError {
+    let path = path.to_owned();
+    move |source| BrowserError::Io { what, path, source }
+}
+
+/// Headless Chromium's command, or [`BrowserError::Missing`].
+pub fn find_chromium() -> Result<PathBuf, BrowserError> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(CHROMIUM_COMMAND))
+        .find(|p| p.is_file())
+        .ok_or(BrowserError::Missing)
+}
+
+/// Opens `index_html` in headless Chromium, checks that it shows
+/// `plots_expected` plots, each rendered, and writes a full-page
+/// screenshot (PNG) to `screenshot`. The verdict is in the result
+/// ([`BrowserCheck::passed`]); an error means the check could not run.
+pub fn check_report(
+    index_html: &Path,
+    screenshot: &Path,
+    plots_expected: usize,
+) -> Result<BrowserCheck, BrowserError> {
+    let chromium = Chromium::new(find_chromium()?)?;
+    let index = fs::canonicalize(index_html).map_err(io_err("reading", index_html))?;
+    let html = fs::read_to_string(&index).map_err(io_err("reading", &index))?;
+
+    let probe_page = ScratchFile::write(
+        index.with_file_name(format!(".{}.probe-{}.html", file_name(&index), unique())),
+        rendered::with_probe(&html),
+    )?;
+    let dom = chromium.run(
+        "loading the page",
+        &[
+            window_size(PROBE_WINDOW_HEIGHT_PX),
+            "--dump-dom".into(),
+            file_url(&probe_page.0),
+        ],
+    )?;
+    drop(probe_page);
+    let probe = rendered::parse_probe(&String::from_utf8_lossy(&dom)).map_err(|reason| {
+        BrowserError::Output {
+            what: "the page as Chromium loaded it",
+            reason,
+        }
+    })?;
+
+    let height = (probe.page_h.ceil() as u32).clamp(1, MAX_SCREENSHOT_HEIGHT_PX);
+    match fs::remove_file(screenshot) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(io_err("removing the old", screenshot)(e));
+        }
+        _ => {}
+    }
+    let mut shot_arg = OsString::from("--screenshot=");
+    shot_arg.push(std::path::absolute(screenshot).map_err(io_err("resolving", screenshot))?);
+    chromium.run(
+        "taking the screenshot",
+        &[window_size(height), shot_arg, file_url(&index)],
+    )?;
+    let bytes = fs::read(screenshot).map_err(io_err("reading the screenshot", screenshot))?;
+    let img = rendered::decode_png(&bytes).map_err(|reason| BrowserError::Output {
+        what: "the screenshot",
+        reason,
+    })?;
+    Ok(rendered::judge(
+        &probe,
+        &img,
+        plots_expected,
+        chromium.version,
+        screenshot.to_owned(),
+    ))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn window_size(height: u32) -> OsString {
+    format!("--window-size={WINDOW_WIDTH_PX},{height}").into()
+}
+
+/// `file://` and the absolute `path`, percent-encoded.
+fn file_url(path: &Path) -> OsString {
+    let mut url = String::from("file://");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            url.push(char::from(b));
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url.into()
+}
+
+/// Headless Chromium with a throwaway profile.
+struct Chromium {
+    command: PathBuf,
+    version: String,
+    scratch: ScratchDir,
+}
+
+impl Chromium {
+    fn new(command: PathBuf) -> Result<Self, BrowserError> {
+        let scratch = ScratchDir::new()?;
+        let mut chromium = Chromium {
+            command,
+            version: String::new(),
+            scratch,
+        };
+        let out = chromium.run("--version", &["--version".into()])?;
+        chromium.version = String::from_utf8_lossy(&out).trim().to_owned();
+        Ok(chromium)
+    }
+
+    /// Runs Chromium with `args` after the common ones; its stdout.
+    fn run(&self, what: &'static str, args: &[OsString]) -> Result<Vec<u8>, BrowserError> {
+        let dir = &self.scratch.0;
+        let out_path = dir.join("stdout");
+        let err_path = dir.join("stderr");
+        let out = File::create(&out_path).map_err(io_err("creating", &out_path))?;
+        let err = File::create(&err_path).map_err(io_err("creating", &err_path))?;
+        let mut profile = OsString::from("--user-data-dir=");
+        profile.push(dir.join("profile"));
+        let mut cmd = Command::new(&self.command);
+        cmd.args([
+            "--headless",
+            // Chromium refuses to run as root with its sandbox; it only
+            // ever opens our own local file here.
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            "--no-first-run",
+            "--mute-audio",
+        ])
+        .arg(profile)
+        .arg(format!("--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+        let child = cmd.spawn().map_err(io_err("running", &self.command))?;
+        let status = Group(Some(child))
+            .wait(BROWSER_TIMEOUT)
+            .map_err(|e| match e {
+                Waited::TimedOut => BrowserError::TimedOut {
+                    command: self.command.clone(),
+                    what,
+                    timeout: BROWSER_TIMEOUT,
+                },
+                Waited::Io(source) => BrowserError::Io {
+                    what: "waiting for",
+                    path: self.command.clone(),
+                    source,
+                },
+            })?;
+        if !status.success() {
+            let stderr = fs::read_to_string(&err_path).unwrap_or_default();
+            return Err(BrowserError::Failed {
+                command: self.command.clone(),
+                what,
+                status,
+                stderr: last_lines(&stderr, 5),
+            });
+        }
+        fs::read(&out_path).map_err(io_err("reading", &out_path))
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+enum Waited {
+    TimedOut,
+    Io(io::Error),
+}
+
+/// A child that leads its own process group; dropping it kills the group
+/// and reaps the child.
+struct Group(Option<Child>);
+
+impl Group {
+    /// Waits for the leader to exit (at most `timeout`), kills what it
+    /// left in its group, and reaps it.
+    fn wait(mut self, timeout: Duration) -> Result<ExitStatus, Waited> {
+        let deadline = Instant::now() + timeout;
+        while !self.leader_exited().map_err(Waited::Io)? {
+            if Instant::now() >= deadline {
+                return Err(Waited::TimedOut); // Drop kills the group
+            }
+            std::thread::sleep(POLL);
+        }
+        self.kill_group();
+        match self.0.take() {
+            Some(mut child) => child.wait().map_err(Waited::Io),
+            None => Err(Waited::Io(io::Error::other("no child"))),
+        }
+    }
+
+    /// Whether the leader has exited, without reaping it: while it is an
+    /// unreaped zombie its pid (the group's id) cannot be reused, so
+    /// killing the group afterwards cannot hit anyone else's.
+    fn leader_exited(&self) -> io::Result<bool> {
+        let Some(pid) = self.pid() else {
+            return Ok(true);
+        };
+        // SAFETY: waitid(2) writes only into `info`, a zeroed siginfo_t
+        // we own; WNOWAIT leaves the child to be reaped by Child::wait.
+        let exited = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            info.si_pid() != 0
+        };
+        Ok(exited)
+    }
+
+    fn pid(&self) -> Option<libc::pid_t> {
+        self.0
+            .as_ref()
+            .and_then(|c| libc::pid_t::try_from(c.id()).ok())
+    }
+
+    fn kill_group(&self) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) with a negative pid signals the process
+            // group `process_group(0)` made for this (unreaped) child.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill_group();
+        if let Some(mut child) = self.0.take() {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `PID-N`, a different N each call: names no other check in this or a
+/// running process uses.
+fn unique() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A file removed when dropped.
+struct ScratchFile(PathBuf);
+
+impl ScratchFile {
+    fn write(path: PathBuf, text: String) -> Result<Self, BrowserError> {
+        fs::write(&path, text).map_err(io_err("writing", &path))?;
+        Ok(ScratchFile(path))
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// A fresh directory under the system's temporary directory, removed
+/// (with everything in it) when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Result<Self, BrowserError> {
+        let path = std::env::temp_dir().join(format!("rightsize-browser-{}", unique()));
+        let _ = fs::remove_dir_all(&path); // a leftover of a killed process with our pid
+        fs::create_dir(&path).map_err(io_err("creating", &path))?;
+        Ok(ScratchDir(path))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_urls_are_percent_encoded() {
+        assert_eq!(
+            file_url(Path::new("/tmp/a b/ré#1.html")),
+            OsString::from("file:///tmp/a%20b/r%C3%A9%231.html")
+        );
+    }
+
+    #[test]
+    fn a_hung_group_is_killed_at_the_timeout() {
+        let child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let pid = child.id() as libc::pid_t;
+        let started = Instant::now();
+        assert!(matches!(
+            Group(Some(child)).wait(Duration::from_millis(100)),
+            Err(Waited::TimedOut)
+        ));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // SIGKILL is delivered asynchronously: give the orphan a moment.
+        let mut left = live_members(pid);
+        for _ in 0..100 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            left = live_members(pid);
+        }
+        assert!(left.is_empty(), "the group outlived its Group: {left:?}");
+    }
+
+    /// Processes of group `pgid` that are not zombies (an orphan killed
+    /// with the group may wait for init to reap it).
+    fn live_members(pgid: libc::pid_t) -> Vec<String> {
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| fs::read_to_string(e.ok()?.path().join("stat")).ok())
+            .filter(|stat| {
+                // pid (comm) state ppid pgrp ...
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                f.len() > 3 && f[3] == pgid.to_string() && f[0] != "Z" && f[0] != "X"
+            })
+            .collect()
+    }
+}
