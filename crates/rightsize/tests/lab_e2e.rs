@@ -147,7 +147,9 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
     // The report, from the directory alone.
     let html = std::fs::read_to_string(out.join("report/index.html"))
         .unwrap_or_else(|e| panic!("index.html: {e}"));
-    assert!(html.matches("<svg").count() >= 15, "plots inline");
+    // One inline plot per plot a scenario asks for (demo 2, drsftp 3,
+    // sobas 3, the others 1 each).
+    assert!(html.matches("<svg").count() >= 12, "plots inline");
     for plot in [
         "demo-goodput-by-tuner",
         "demo-goodput-over-time",
