@@ -16,6 +16,13 @@ reps = 2
 plots = ["goodput-vs-size"]
 "#;
 
+/// Loads scenario `text` from a file in `dir`, with its path.
+fn load(dir: &Path, text: &str) -> anyhow::Result<ScenarioFile> {
+    let file = dir.join("v.toml");
+    std::fs::write(&file, text).expect("write");
+    ScenarioFile::load(&file.to_string_lossy(), false)
+}
+
 fn err(text: &str) -> String {
     format!(
         "{:#}",
@@ -103,18 +110,12 @@ fn a_variant_lays_its_host_settings_over_the_path() {
         "{MINIMAL}\n[[variants]]\nname = \"default\"\n[[variants]]\nname = \"tuned\"\n[variants.left]\ntcp_rmem = \"4096 131072 6000000\"\n"
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("v.toml");
-    std::fs::write(&file, &text).expect("write");
-    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    let s = load(dir.path(), &text).expect("loads");
     assert_eq!(s.paths.len(), 2);
     assert!(s.paths[1].1.text.contains("6000000"));
     assert!(!s.paths[0].1.text.contains("6000000"));
     let bad = text.replace("tcp_rmem = \"4096 131072 6000000\"", "tcp_rmem = \"lots\"");
-    std::fs::write(&file, bad).expect("write");
-    let e = format!(
-        "{:#}",
-        ScenarioFile::load(&file.to_string_lossy(), false).expect_err("refused")
-    );
+    let e = format!("{:#}", load(dir.path(), &bad).expect_err("refused"));
     assert!(e.contains("variant \"tuned\""), "{e}");
 }
 
@@ -124,20 +125,14 @@ fn a_variant_lays_path_keys_and_server_options_over_the_path() {
         "{MINIMAL}\n[[variants]]\nname = \"12 ms\"\nserver_args = [\"--write-size\", \"1024\"]\n[variants.path]\ndelay = \"6ms\"\n[[variants.path.cross]]\nkind = \"udp\"\nrate = \"50Mbit\"\n"
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("v.toml");
-    std::fs::write(&file, &text).expect("write");
-    let s = ScenarioFile::load(&file.to_string_lossy(), false).expect("loads");
+    let s = load(dir.path(), &text).expect("loads");
     let (variant, path) = &s.paths[0];
     assert_eq!(variant.server_args, ["--write-size", "1024"]);
     assert_eq!(path.spec.rtt(), std::time::Duration::from_millis(12));
     assert_eq!(path.spec.cross.len(), 1);
     // Host tables are the variant's own, not path keys.
     let bad = text.replace("delay = \"6ms\"", "left = { congestion = \"reno\" }");
-    std::fs::write(&file, bad).expect("write");
-    let e = format!(
-        "{:#}",
-        ScenarioFile::load(&file.to_string_lossy(), false).expect_err("refused")
-    );
+    let e = format!("{:#}", load(dir.path(), &bad).expect_err("refused"));
     assert!(
         e.contains("variant \"12 ms\"") && e.contains("\"left\""),
         "{e}"
