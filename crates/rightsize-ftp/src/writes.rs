@@ -7,10 +7,20 @@
 //! more than the write size. A file is read until the piece is full, so a
 //! short read never makes a short write.
 
+use std::borrow::Cow;
 use std::io::{self, Read, Write};
 
 /// Zeros for the benchmark source; a larger write size gets its own.
 pub(crate) static ZEROS: [u8; 256 * 1024] = [0; 256 * 1024];
+
+/// `write_bytes` zeros to send from: a slice of [`ZEROS`], or a buffer of
+/// its own for a larger write size.
+pub(crate) fn zero_piece(write_bytes: usize) -> Cow<'static, [u8]> {
+    match ZEROS.get(..write_bytes) {
+        Some(slice) => Cow::Borrowed(slice),
+        None => Cow::Owned(vec![0u8; write_bytes]),
+    }
+}
 
 /// Which side of a copy failed.
 #[derive(Debug)]
@@ -62,13 +72,7 @@ pub(crate) fn zeros(
     write_bytes: usize,
     written: &mut dyn FnMut(usize),
 ) -> io::Result<()> {
-    let own;
-    let piece: &[u8] = if write_bytes <= ZEROS.len() {
-        &ZEROS[..write_bytes]
-    } else {
-        own = vec![0u8; write_bytes];
-        &own
-    };
+    let piece = zero_piece(write_bytes);
     while total_bytes > 0 {
         let n = usize::try_from(total_bytes).map_or(piece.len(), |left| left.min(piece.len()));
         out.write_all(&piece[..n])?;

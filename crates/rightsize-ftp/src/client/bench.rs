@@ -30,7 +30,7 @@ use super::error::ClientError;
 use super::session::Session;
 use super::transfer::{CHUNK_BYTES, open_data};
 use super::{Direction, Observer, Options, Report};
-use crate::writes::ZEROS;
+use crate::writes::zero_piece;
 
 /// Bytes asked of the zero source for a test limited by time: more than
 /// any test moves (1 TiB).
@@ -256,13 +256,7 @@ fn send(
         BenchLimit::Time(_) => None,
     };
     let write_bytes = options.write_size.map_or(CHUNK_BYTES, WriteSize::bytes);
-    let own;
-    let zeros: &[u8] = if write_bytes <= ZEROS.len() {
-        &ZEROS[..write_bytes]
-    } else {
-        own = vec![0u8; write_bytes];
-        &own
-    };
+    let zeros = zero_piece(write_bytes);
     let mut stopped = None;
     loop {
         let moved = data.moved();
