@@ -318,26 +318,14 @@ impl DoctorFacts {
 fn a_send_buffer_stuck_at_tcp_wmem_max_is_a_send_buffer_limit_even_without_the_chrono() {
     // Linux counts sndbuf_limited only while not cwnd-limited: a lossy
     // small-buffer flow shows 0% (seen on an emulated path).
-    let mut client = host(4 << 20, 4 << 20);
-    client.tcp_wmem = Some(BufferTriple {
-        min: 4096,
-        default: 16_384,
-        max: 65_536,
-    });
-    let mut kernel = run(
+    let kernel = run(
         "kernel",
         17.5,
         sender(5.0, 0.0, 0.0, 11_000_000, 300_000),
         vec![RTT_US + 8_000; 20],
         18.0,
     );
-    kernel.sender_peak_sndbuf_bytes = Some(65_536);
-    let v = diagnose(&facts(
-        kernel.clone(),
-        fine_auto(),
-        client.clone(),
-        host(4 << 20, 4 << 20),
-    ));
+    let v = with_send_buffer_at_cap(kernel.clone(), 65_536);
     assert_eq!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
     assert!(
         v.summary.contains("kept its send buffer at its cap"),
@@ -345,13 +333,7 @@ fn a_send_buffer_stuck_at_tcp_wmem_max_is_a_send_buffer_limit_even_without_the_c
         v.summary
     );
     // With a max above 2 x BDP the same numbers are not a buffer limit.
-    client.tcp_wmem = Some(BufferTriple {
-        min: 4096,
-        default: 16_384,
-        max: 4 << 20,
-    });
-    kernel.sender_peak_sndbuf_bytes = Some(4 << 20);
-    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    let v = with_send_buffer_at_cap(kernel, 4 << 20);
     assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
 }
 
@@ -380,21 +362,14 @@ fn a_window_limit_at_the_paths_rate_is_not_the_verdict() {
 fn a_send_buffer_at_its_cap_near_capacity_is_not_called_a_limit() {
     // After the tcp_wmem fix on an emulated path: the buffer sat at its new
     // cap, 5% below 2 x the (noisy) BDP estimate, at 85% of capacity.
-    let mut client = host(4 << 20, 4 << 20);
-    client.tcp_wmem = Some(BufferTriple {
-        min: 4096,
-        default: 16_384,
-        max: 485_320,
-    });
-    let mut kernel = run(
+    let kernel = run(
         "kernel",
         43.5,
         sender(5.0, 0.0, 0.0, 27_000_000, 0),
         vec![RTT_US + 500; 20],
         51.2,
     );
-    kernel.sender_peak_sndbuf_bytes = Some(485_320);
-    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    let v = with_send_buffer_at_cap(kernel, 485_320);
     assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
 }
 
@@ -403,22 +378,28 @@ fn the_advised_send_buffer_a_little_below_a_higher_estimate_is_not_a_limit() {
     // CI after the tcp_wmem fix: the cap was the advice's 2 x BDP, 492,938
     // bytes; this test's peak delivery rate, 52.1 Mbit/s, made 2 x BDP
     // 521,256; a lossy kernel test reached 70%.
-    let mut client = host(4 << 20, 4 << 20);
-    client.tcp_wmem = Some(BufferTriple {
-        min: 4096,
-        default: 16_384,
-        max: 492_938,
-    });
-    let mut kernel = run(
+    let kernel = run(
         "kernel",
         36.4,
         sender(4.0, 0.0, 0.0, 18_000_000, 90_000),
         vec![RTT_US + 20_000; 20],
         52.1,
     );
-    kernel.sender_peak_sndbuf_bytes = Some(492_938);
-    let v = diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)));
+    let v = with_send_buffer_at_cap(kernel, 492_938);
     assert_ne!(v.kind, VerdictKind::SendBuffer, "{v:#?}");
+}
+
+/// The verdict of a `kernel` test whose sending client's autotuned send
+/// buffer peaked at its `tcp_wmem` max of `cap` bytes.
+fn with_send_buffer_at_cap(mut kernel: RunFacts, cap: u64) -> Verdict {
+    let mut client = host(4 << 20, 4 << 20);
+    client.tcp_wmem = Some(BufferTriple {
+        min: 4096,
+        default: 16_384,
+        max: cap,
+    });
+    kernel.sender_peak_sndbuf_bytes = Some(cap);
+    diagnose(&facts(kernel, fine_auto(), client, host(4 << 20, 4 << 20)))
 }
 
 #[test]
