@@ -9,30 +9,20 @@
 //! on both hosts; doctor runs 4 s per test. The tests share two cores, so
 //! they run one at a time.
 
+mod binary;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use binary::{rightsize, text};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rightsize() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rightsize"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// A path spec: 50 Mbit/s, 2 x 20 ms, cubic (unless a host says), `rightsize serve` on the

@@ -7,21 +7,11 @@
 //! the Windows note's tuned hosts far above its defaults. Every built-in
 //! scenario runs (`lab run all --quick`). About 4 minutes.
 
+mod binary;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn rightsize() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rightsize"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use binary::{rightsize, text};
 
 fn runs(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("runs.jsonl"))

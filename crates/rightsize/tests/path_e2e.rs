@@ -5,19 +5,19 @@
 //! The tests share the machine's two cores and `down --all` removes every
 //! path, so they run one at a time (a lock per test binary).
 
+mod binary;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use binary::rightsize;
+
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rightsize() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rightsize"))
 }
 
 fn run_ok(cmd: &mut Command) -> Output {
