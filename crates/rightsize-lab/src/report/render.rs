@@ -117,6 +117,27 @@ fn hi(p: &Point) -> f64 {
     p.y + p.half_ci.unwrap_or(0.0)
 }
 
+/// The frame every plot shares: its title (marked when there is nothing
+/// to draw), margins and axis label areas.
+fn framed<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    no_data: bool,
+) -> ChartBuilder<'a, 'b, DB> {
+    let title = if no_data {
+        format!("{title} (no data)")
+    } else {
+        title.to_owned()
+    };
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(72);
+    builder
+}
+
 fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) -> DrawResult<DB> {
     let xs = fig.series.iter().flat_map(|s| s.points.iter().map(|p| p.x));
     let (x_lo, x_hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
@@ -134,17 +155,7 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
             .chain(fig.refs.iter().map(|r| r.y)),
     );
     let no_data = fig.series.iter().all(|s| s.points.is_empty()) && fig.refs.is_empty();
-    let title = if no_data {
-        format!("{} (no data)", fig.title)
-    } else {
-        fig.title.clone()
-    };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FAMILY, 20))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
-        .build_cartesian_2d(x_lo..x_hi, 0.0..y_hi)?;
+    let mut chart = framed(root, &fig.title, no_data).build_cartesian_2d(x_lo..x_hi, 0.0..y_hi)?;
     let log2 = fig.x_log2_bytes;
     let x_fmt = move |x: &f64| {
         if log2 {
@@ -241,16 +252,7 @@ fn draw_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &BarFigure)
             .map(|b| b.value + b.half_ci.unwrap_or(0.0))
             .chain(fig.refs.iter().map(|r| r.y)),
     );
-    let title = if fig.bars.is_empty() {
-        format!("{} (no data)", fig.title)
-    } else {
-        fig.title.clone()
-    };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FAMILY, 20))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+    let mut chart = framed(root, &fig.title, fig.bars.is_empty())
         .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..y_hi)?;
     let labels: Vec<String> = fig.bars.iter().map(|b| b.label.clone()).collect();
     let x_fmt = move |v: &SegmentValue<i32>| match v {
