@@ -329,6 +329,23 @@ pub struct Checked {
     pub only_variants: Option<Vec<String>>,
 }
 
+/// Parses a scenario's tuner entries; each label only once.
+fn parse_tuners(name: &str, entries: &[TunerEntry]) -> anyhow::Result<Vec<Tuning>> {
+    let tuners = entries
+        .iter()
+        .map(|t| {
+            Tuning::parse(t).map_err(|e| anyhow::anyhow!("scenario {name:?}: tuner {t:?}: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut labels = std::collections::BTreeSet::new();
+    for t in &tuners {
+        if !labels.insert(t.label.as_str()) {
+            bail!("scenario {name:?}: tuner {:?} is named twice", t.label);
+        }
+    }
+    Ok(tuners)
+}
+
 /// A tuner's canonical `--tune` text (`static:16MiB`), or the text as given
 /// if it does not parse.
 pub fn canonical(text: &str) -> String {
@@ -345,36 +362,26 @@ impl Checked {
     pub fn parse(name: &str, text: &str, quick: bool) -> anyhow::Result<Checked> {
         let scenario: Scenario =
             toml::from_str(text).with_context(|| format!("scenario {name:?}"))?;
+        // Every tuner the scenario names, so that claims are checked
+        // against all of them even when `--quick` runs fewer.
+        let all = parse_tuners(name, &scenario.tuners)?;
         let (tuners, sizes, reps) = match (&scenario.quick, quick) {
             (Some(q), true) => (
-                q.tuners.clone().unwrap_or_else(|| scenario.tuners.clone()),
+                match &q.tuners {
+                    Some(t) => parse_tuners(name, t)?,
+                    None => all.clone(),
+                },
                 q.sizes.clone(),
                 q.reps,
             ),
             (None, true) => bail!("scenario {name:?} has no [quick] table for --quick"),
-            (_, false) => (
-                scenario.tuners.clone(),
-                scenario.sizes.clone(),
-                scenario.reps,
-            ),
+            (_, false) => (all.clone(), scenario.sizes.clone(), scenario.reps),
         };
         if tuners.is_empty() || sizes.is_empty() {
             bail!("scenario {name:?}: needs at least one tuner and one size");
         }
         if !(1..=100).contains(&reps) {
             bail!("scenario {name:?}: reps = {reps}: accepted are 1 to 100");
-        }
-        let tuners = tuners
-            .iter()
-            .map(|t| {
-                Tuning::parse(t).map_err(|e| anyhow::anyhow!("scenario {name:?}: tuner {t:?}: {e}"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut labels = std::collections::BTreeSet::new();
-        for t in &tuners {
-            if !labels.insert(t.label.as_str()) {
-                bail!("scenario {name:?}: tuner {:?} is named twice", t.label);
-            }
         }
         let sizes = sizes
             .iter()
@@ -402,11 +409,6 @@ impl Checked {
                 );
             }
         }
-        let all: Vec<Tuning> = scenario
-            .tuners
-            .iter()
-            .filter_map(|t| Tuning::parse(t).ok())
-            .collect();
         for c in &scenario.claims {
             for t in [&c.tuner, &c.over] {
                 if !all.iter().any(|x| &x.label == t || canonical(t) == x.label) {
