@@ -4,7 +4,8 @@
 
 use std::net::SocketAddr;
 
-use rightsize_core::tune::{Context, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use rightsize_core::tune::{Context, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use rightsize_core::units::Bytes;
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::BufferRequest;
 use rightsize_sys::telemetry::Inbox;
@@ -34,6 +35,19 @@ pub fn request(base: &BufferRequest, settings: Settings) -> BufferRequest {
         request.window_clamp = Some(u32::try_from(b.get()).unwrap_or(u32::MAX));
     }
     request
+}
+
+/// The `manual` tuner for buffers set by hand, if they include a window
+/// clamp (which it holds against the kernel's autotuning); `None`
+/// otherwise, since fixed buffers need nothing after the handshake.
+pub fn held(request: &BufferRequest) -> Option<Box<dyn Tuner>> {
+    let clamp = request.window_clamp?;
+    let settings = Settings {
+        rcvbuf: request.rcvbuf.map(Bytes),
+        sndbuf: request.sndbuf.map(Bytes),
+        window_clamp: Some(Bytes(u64::from(clamp))),
+    };
+    Some(Box::new(Held::new(settings)))
 }
 
 /// Starts SOBAS's probes towards the peer's responder at `peer` if the

@@ -109,7 +109,8 @@ pub struct TransferArgs {
     pub sndbuf: Option<Bytes>,
 
     /// TCP_WINDOW_CLAMP of the data socket: the largest receive window to advertise. Set before
-    /// the handshake it also lowers the window scale.
+    /// the handshake it also lowers the window scale; held during the transfer (Linux raises it as
+    /// receive autotuning grows the buffer, so it is read back every 10 ms and set again).
     #[arg(long, value_name = "SIZE", value_parser = parse_window_clamp)]
     pub window_clamp: Option<u32>,
 

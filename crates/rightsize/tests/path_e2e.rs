@@ -169,8 +169,24 @@ fn a_shallow_queue_loses_and_a_bdp_queue_with_a_clamped_window_does_not() {
         .arg(&deep)
         .args(["--", env!("CARGO_BIN_EXE_rightsize"), "get"])
         .args(["ftp://right:2121/.rightsize/zero/150MB", "-o", "/dev/null"])
-        .args(["--window-clamp", "2300000"]);
+        .args(["--window-clamp", "2300000", "--telemetry"])
+        .arg(dir.path().join("client.jsonl"));
     run_ok(&mut cmd);
+    // Linux raises an application's clamp as autotuning grows the buffer
+    // (to 14.7 MB here before `get` held it): the clamp must hold. `get`
+    // sets it back within 10 ms, so a 100 ms sample may rarely catch it
+    // raised, never most of them.
+    let client = std::fs::read_to_string(dir.path().join("client.jsonl")).unwrap_or_default();
+    let clamps: Vec<u64> = client
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["window_clamp_bytes"].as_u64())
+        .collect();
+    let held = clamps.iter().filter(|c| **c <= 2_300_000).count();
+    assert!(
+        !clamps.is_empty() && held * 10 >= clamps.len() * 9,
+        "the receiver's window clamp left 2,300,000: {clamps:?}"
+    );
     let mut samples = Vec::new();
     for entry in std::fs::read_dir(&telemetry)
         .unwrap_or_else(|e| panic!("{e}"))

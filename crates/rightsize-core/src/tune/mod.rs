@@ -41,6 +41,7 @@ mod auto_view;
 mod drs;
 mod fixed;
 mod freebsd;
+mod held;
 mod input;
 mod meter;
 mod sobas;
@@ -60,6 +61,7 @@ use crate::units::Bytes;
 
 pub use auto::INITIAL_WINDOW;
 pub use fixed::STOCK_BUFFER;
+pub use held::{CLAMP_CHECK_INTERVAL, Held};
 pub use input::{
     Event, MAX_PLAUSIBLE_RATE_BPS, MAX_PLAUSIBLE_RTT, PeerInfo, PeerReport, PeerReportError,
     RttMeasurement, Sample, TrainProbe, UdpProbeReport,
@@ -271,7 +273,8 @@ impl Decision {
 ///
 /// Build one with [`TunerSpec::build`]. Every method is cheap and pure.
 pub trait Tuner: fmt::Debug + Send {
-    /// The tuner's name as `--tune` spells it (`stock`, `drs`, ...).
+    /// The tuner's name as `--tune` spells it (`stock`, `drs`, ...), or
+    /// `manual` for buffers set by hand ([`Held`]).
     fn name(&self) -> &'static str;
 
     /// The current state's name, for telemetry between decisions.

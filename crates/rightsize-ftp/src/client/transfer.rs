@@ -378,6 +378,10 @@ pub(crate) fn open_data(
         Some(tuner) => tuning::request(&options.buffers, tuner.setup().pre_handshake),
         None => options.buffers.clone(),
     };
+    // Buffers set by hand: a window clamp is held where the user put it,
+    // since Linux raises it as receive autotuning grows the buffer.
+    let tuned = tuner.is_some();
+    let tuner = tuner.or_else(|| tuning::held(&request));
     let plan = if options.active {
         data::open_active(&mut session.control, &session.features, &request, observer)?
     } else {
@@ -416,7 +420,7 @@ pub(crate) fn open_data(
         None => None,
     };
     let control = session.control.stream();
-    let exchange = (session.rightsize && tuner.is_some()).then(|| Arc::new(Exchange::default()));
+    let exchange = (session.rightsize && tuned).then(|| Arc::new(Exchange::default()));
     let to_peer = match &exchange {
         Some(exchange) => Some(pump::sender(
             control_clone(control, server)?,
