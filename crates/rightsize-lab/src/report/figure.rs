@@ -275,6 +275,7 @@ pub fn figure(
             let mut series: Vec<Series> = Vec::new();
             let mut refs = Vec::new();
             let first_variant = at_largest.first().map(|r| r.variant.clone());
+            let swept = swept_buffer(checked, &at_largest);
             let mut variants: Vec<&str> = Vec::new();
             for r in &at_largest {
                 if !variants.contains(&r.variant.as_str()) {
@@ -297,9 +298,9 @@ pub fn figure(
                     .collect();
                 points.sort_by(|a, b| a.x.total_cmp(&b.x));
                 let label = if many_variants {
-                    format!("static (SIZE) ({v})")
+                    format!("{swept} ({v})")
                 } else {
-                    "static (SIZE)".to_owned()
+                    swept.clone()
                 };
                 series.push(measured(label, series.len(), points));
             }
@@ -321,7 +322,7 @@ pub fn figure(
             }
             XyFigure {
                 title: title(&format!("goodput vs static buffer{size_note}")),
-                x_label: "static:SIZE buffer (log2 scale)".into(),
+                x_label: format!("{swept} (log2 scale)"),
                 x_log2_bytes: true,
                 y_label: "goodput (Mbit/s, mean and 95% CI)".into(),
                 series,
@@ -441,6 +442,28 @@ fn by_variant_tuner(rows: &[Row]) -> Vec<((&str, &str), Vec<&Row>)> {
         }
     }
     groups
+}
+
+/// What the goodput-vs-buffer plot sweeps: `static:SIZE` on both ends,
+/// or, for pairs (seed 004's send buffer against the receiver's
+/// autotuning), the server's `static:SIZE` beside the client's tuner.
+fn swept_buffer(checked: &Checked, rows: &[&Row]) -> String {
+    let pair = rows
+        .iter()
+        .filter(|r| static_bytes(checked, &r.tuner).is_some())
+        .find_map(|r| {
+            r.tuner.parse::<TunerSpec>().is_err().then(|| {
+                checked
+                    .tuners
+                    .iter()
+                    .find(|t| t.label == r.tuner)
+                    .map(|t| t.client.text())
+            })?
+        });
+    match pair {
+        Some(client) => format!("server static:SIZE, client {client}"),
+        None => "static:SIZE".to_owned(),
+    }
 }
 
 /// The buffer of a `static:SIZE` tuner, bytes: the label's own, or that
