@@ -37,17 +37,12 @@ pub fn request(base: &BufferRequest, settings: Settings) -> BufferRequest {
     request
 }
 
-/// The `manual` tuner for buffers set by hand, if they include a window
-/// clamp (which it holds against the kernel's autotuning); `None`
-/// otherwise, since fixed buffers need nothing after the handshake.
+/// The `manual` tuner that holds a window clamp set by hand against the
+/// kernel's autotuning; `None` without one, since buffers set by hand need
+/// nothing after the handshake.
 pub fn held(request: &BufferRequest) -> Option<Box<dyn Tuner>> {
     let clamp = request.window_clamp?;
-    let settings = Settings {
-        rcvbuf: request.rcvbuf.map(Bytes),
-        sndbuf: request.sndbuf.map(Bytes),
-        window_clamp: Some(Bytes(u64::from(clamp))),
-    };
-    Some(Box::new(Held::new(settings)))
+    Some(Box::new(Held::new(Bytes(u64::from(clamp)))))
 }
 
 /// Starts SOBAS's probes towards the peer's responder at `peer` if the

@@ -1,5 +1,5 @@
-//! `manual`: buffers set by hand (`get --rcvbuf/--sndbuf/--window-clamp`
-//! without `--tune`), and a window clamp that stays where the user put it.
+//! `manual`: a window clamp set by hand (`get --window-clamp` without
+//! `--tune`) that stays where the user put it.
 //!
 //! Linux does not keep an application's `TCP_WINDOW_CLAMP`: receive
 //! autotuning raises it to `ratio x buffer` each time it grows the buffer
@@ -16,7 +16,8 @@
 
 use std::time::Duration;
 
-use super::{Action, Decision, Event, Inputs, Settings, Setup, Tuner};
+use super::{Action, Decision, Event, Inputs, Setup, Tuner};
+use crate::units::Bytes;
 
 /// How often the clamp is read back. The kernel raises it at most once
 /// per receive-buffer measurement (about one RTT), and a raised clamp opens
@@ -24,19 +25,21 @@ use super::{Action, Decision, Event, Inputs, Settings, Setup, Tuner};
 /// on any path this project emulates could fill.
 pub const CLAMP_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
-/// Hand-set settings; holds the window clamp if one was set.
+/// Holds a window clamp set by hand. The hand-set buffers and clamp are
+/// already in the socket request before the handshake; this only keeps the
+/// clamp there afterwards.
 #[derive(Debug, Clone)]
 pub struct Held {
-    settings: Settings,
+    clamp: Bytes,
     next: Duration,
     restored: u32,
 }
 
 impl Held {
-    /// The settings the user gave, applied before the handshake.
-    pub fn new(settings: Settings) -> Self {
+    /// Holds `clamp`, bytes.
+    pub fn new(clamp: Bytes) -> Self {
         Held {
-            settings,
+            clamp,
             next: CLAMP_CHECK_INTERVAL,
             restored: 0,
         }
@@ -53,10 +56,7 @@ impl Tuner for Held {
     }
 
     fn setup(&self) -> Setup {
-        Setup {
-            pre_handshake: self.settings,
-            after_connect: Settings::default(),
-        }
+        Setup::default()
     }
 
     fn inputs(&self) -> Inputs {
@@ -64,31 +64,31 @@ impl Tuner for Held {
     }
 
     fn on_event(&mut self, event: &Event) -> Decision {
-        let (Some(clamp), Event::Sample(sample)) = (self.settings.window_clamp, event) else {
+        let Event::Sample(sample) = event else {
             return Decision::none();
         };
         self.next = sample.at + CLAMP_CHECK_INTERVAL;
         let Some(read) = sample.buffers.map(|b| u64::from(b.window_clamp_bytes)) else {
             return Decision::none();
         };
-        if read <= clamp.get() {
+        if read <= self.clamp.get() {
             return Decision::none();
         }
         self.restored = self.restored.saturating_add(1);
         Decision::act(
             "fixed",
-            vec![Action::SetWindowClamp(clamp)],
-            clamp,
+            vec![Action::SetWindowClamp(self.clamp)],
+            self.clamp,
             format!(
                 "the kernel raised the window clamp to {read} bytes (receive autotuning); set back to {} (restore {})",
-                clamp.get(),
+                self.clamp.get(),
                 self.restored
             ),
         )
     }
 
     fn next_wakeup(&self) -> Option<Duration> {
-        self.settings.window_clamp.map(|_| self.next)
+        Some(self.next)
     }
 }
 
@@ -97,7 +97,6 @@ mod tests {
     use super::*;
     use crate::telemetry::BufferReading;
     use crate::tune::Sample;
-    use crate::units::Bytes;
 
     fn sample(at_ms: u64, clamp: u32) -> Event {
         Event::Sample(Sample {
@@ -113,10 +112,7 @@ mod tests {
     }
 
     fn clamped(bytes: u64) -> Held {
-        Held::new(Settings {
-            window_clamp: Some(Bytes(bytes)),
-            ..Settings::default()
-        })
+        Held::new(Bytes(bytes))
     }
 
     #[test]
@@ -135,17 +131,6 @@ mod tests {
         // Right after the handshake the kernel holds it to the buffer.
         assert_eq!(held.on_event(&sample(100, 81_920)), Decision::none());
         assert_eq!(held.on_event(&sample(110, 2_300_000)), Decision::none());
-    }
-
-    #[test]
-    fn without_a_clamp_it_never_wakes_and_never_acts() {
-        let mut held = Held::new(Settings {
-            rcvbuf: Some(Bytes(1 << 20)),
-            ..Settings::default()
-        });
-        assert_eq!(held.next_wakeup(), None);
-        assert_eq!(held.on_event(&sample(100, u32::MAX)), Decision::none());
-        assert_eq!(held.setup().pre_handshake.rcvbuf, Some(Bytes(1 << 20)));
     }
 
     #[test]

@@ -380,7 +380,6 @@ pub(crate) fn open_data(
     };
     // Buffers set by hand: a window clamp is held where the user put it,
     // since Linux raises it as receive autotuning grows the buffer.
-    let tuned = tuner.is_some();
     let tuner = tuner.or_else(|| tuning::held(&request));
     let plan = if options.active {
         data::open_active(&mut session.control, &session.features, &request, observer)?
@@ -420,7 +419,8 @@ pub(crate) fn open_data(
         None => None,
     };
     let control = session.control.stream();
-    let exchange = (session.rightsize && tuned).then(|| Arc::new(Exchange::default()));
+    let exchange =
+        (session.rightsize && options.tune.is_some()).then(|| Arc::new(Exchange::default()));
     let to_peer = match &exchange {
         Some(exchange) => Some(pump::sender(
             control_clone(control, server)?,
