@@ -10,9 +10,11 @@
 //! caller that polls when told lags the schedule by less than one batch
 //! ([`UdpPlan::batch_packets`], about [`PACING_QUANTUM`] of traffic); a
 //! caller that falls further behind catches up at most
-//! [`MAX_CATCH_UP_QUANTA`] quanta in one burst and the rest is lost, so a
-//! stalled source never floods the bottleneck afterwards. Nothing is sent
-//! during an off phase.
+//! [`MAX_CATCH_UP_QUANTA`] quanta in one burst and the rest is lost (and
+//! counted: [`Pacer::late_packets`]), so a stalled source never floods the
+//! bottleneck afterwards. Every scheduled datagram is accounted for: sent
+//! (or dropped) by the caller, late, or still due. Nothing is sent during an
+//! off phase.
 //!
 //! Rates count IP packets: IP header + UDP header + payload
 //! ([`IpVersion::udp_overhead_bytes`]), not Ethernet framing. A 1,472-byte
@@ -320,6 +322,9 @@ pub struct Pacer {
     tokens: u128,
     /// Active (on) time up to the last poll.
     active: Duration,
+    /// Tokens earned beyond the bucket's depth: the schedule the source
+    /// missed because it fell too far behind.
+    late: u128,
 }
 
 impl Pacer {
@@ -329,6 +334,7 @@ impl Pacer {
             tokens: u128::from(plan.batch) * plan.cost(),
             plan,
             active: Duration::ZERO,
+            late: 0,
         }
     }
 
@@ -346,7 +352,9 @@ impl Pacer {
         if active > self.active {
             let earned = (active - self.active).as_nanos() * rate;
             let cap = u128::from(self.plan.burst) * cost;
-            self.tokens = (self.tokens + earned).min(cap);
+            let total = self.tokens + earned;
+            self.late += total.saturating_sub(cap);
+            self.tokens = total.min(cap);
             self.active = active;
         }
         let phase = self.plan.on_off.map(|p| p.phase(now));
@@ -381,6 +389,21 @@ impl Pacer {
             }
         }
         Pace::WaitUntil(wake.max(now))
+    }
+
+    /// Datagrams dropped from the schedule up to the last poll because the
+    /// caller fell more than the bucket's depth
+    /// ([`UdpPlan::burst_packets`]) behind: a sign of a host too busy to pace.
+    /// With the datagrams the caller disposed of and [`Pacer::due_packets`],
+    /// it adds up to [`UdpPlan::packets_due`] at the last poll.
+    pub fn late_packets(&self) -> u64 {
+        u64::try_from(self.late / self.plan.cost()).unwrap_or(u64::MAX)
+    }
+
+    /// Whole datagrams due now and not yet disposed of (at most
+    /// [`UdpPlan::burst_packets`]).
+    pub fn due_packets(&self) -> u64 {
+        u64::try_from(self.tokens / self.plan.cost()).unwrap_or(u64::MAX)
     }
 
     /// Takes `packets` datagrams' tokens: call it for every datagram the

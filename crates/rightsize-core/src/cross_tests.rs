@@ -27,6 +27,8 @@ fn on_off(on_ms: u64, off_ms: u64) -> OnOff {
 struct Run {
     sends: Vec<(Duration, u64)>,
     wakeups: u64,
+    /// Datagrams the pacer dropped from the schedule at the end.
+    late: u64,
 }
 
 impl Run {
@@ -42,11 +44,21 @@ fn simulate(plan: UdpPlan, until: Duration, mut late: impl FnMut(u64) -> Duratio
     let mut run = Run {
         sends: Vec::new(),
         wakeups: 0,
+        late: 0,
     };
     let mut now = Duration::ZERO;
     let mut sent = 0;
     while now <= until {
-        match pacer.poll(now) {
+        let pace = pacer.poll(now);
+        // Every scheduled datagram is sent, late or still due (each count is
+        // rounded down, so the sum may fall short by up to two).
+        let due = plan.packets_due(now);
+        let accounted = sent + pacer.late_packets() + pacer.due_packets();
+        assert!(
+            accounted <= due && accounted + 2 >= due,
+            "{accounted} accounted of {due} at {now:?}"
+        );
+        match pace {
             Pace::Send(n) => {
                 assert!(n >= 1 && n <= plan.burst_packets(), "send {n} at {now:?}");
                 pacer.sent(n);
@@ -63,6 +75,7 @@ fn simulate(plan: UdpPlan, until: Duration, mut late: impl FnMut(u64) -> Duratio
             }
         }
     }
+    run.late = pacer.late_packets();
     run
 }
 
@@ -194,6 +207,9 @@ fn a_stalled_source_catches_up_one_burst_only() {
     let lost = plan.packets_due(Duration::from_secs(1)) - run.packets();
     let want = 1_666 - plan.burst_packets()..=1_667 - plan.burst_packets() + plan.batch_packets();
     assert!(want.contains(&lost), "lost {lost}, want {want:?}");
+    // The pacer counted them as late.
+    let late = run.late;
+    assert!(want.contains(&late), "late {late}, want {want:?}");
 }
 
 #[test]

@@ -178,7 +178,13 @@ impl Span {
 
     /// Records the stop time; later calls keep the first.
     fn stop(&self) {
-        let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.stop_at(self.start.elapsed());
+    }
+
+    /// Records `elapsed` (since the start) as the stop time, unless a stop
+    /// time is already recorded.
+    fn stop_at(&self, elapsed: Duration) {
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX - 1);
         let _ = self
             .stop_ns
             .compare_exchange(u64::MAX, ns, Ordering::SeqCst, Ordering::SeqCst);

@@ -71,8 +71,14 @@ pub struct UdpReport {
     /// `ip_bytes * 8 / elapsed`, bits per second.
     pub ip_rate_bps: f64,
     /// Datagrams the schedule allowed by now ([`UdpPlan::packets_due`]); a
-    /// source that keeps up is less than one batch below it.
+    /// source that keeps up is less than one batch below it. Once stopped,
+    /// `packets + dropped_local + late_packets` is within one catch-up burst
+    /// ([`UdpPlan::burst_packets`]) below it.
     pub scheduled_packets: u64,
+    /// Datagrams left out of the schedule because the sending thread fell
+    /// more than the catch-up depth (5 ms) behind: the host was too busy to
+    /// pace. Unresponsive traffic does not make up for them later.
+    pub late_packets: u64,
     /// ICMP errors reported back (`ECONNREFUSED`: nothing listens on the
     /// port; host or network unreachable). Counted and ignored: they cost
     /// no datagram and do not slow the source.
@@ -91,6 +97,7 @@ struct Counters {
     packets: AtomicU64,
     refused: AtomicU64,
     dropped_local: AtomicU64,
+    late: AtomicU64,
 }
 
 /// A running UDP source; dropping it stops it.
@@ -187,6 +194,7 @@ impl UdpSource {
             scheduled_packets: self.plan.packets_due(elapsed),
             refused: self.counters.refused.load(Ordering::Relaxed),
             dropped_local: self.counters.dropped_local.load(Ordering::Relaxed),
+            late_packets: self.counters.late.load(Ordering::Relaxed),
             times: self.span.times(),
             error: self.error.clone(),
         }
@@ -240,7 +248,23 @@ const TIMER_SLACK_NS: libc::c_ulong = 1_000;
 
 impl Worker {
     /// Sends until told to stop; returns the error that ended it early.
+    /// The source's run time ends at its last poll, so that the schedule in
+    /// the report is the one the pacer saw.
     fn run(mut self) -> Option<String> {
+        let error = self.send_until_stopped();
+        let now = self.span.elapsed();
+        let _ = self.pacer.poll(now);
+        self.note_late();
+        self.span.stop_at(now);
+        error
+    }
+
+    fn note_late(&self) {
+        let late = self.pacer.late_packets();
+        self.counters.late.store(late, Ordering::Relaxed);
+    }
+
+    fn send_until_stopped(&mut self) -> Option<String> {
         // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer and affects only
         // this thread. A failure only makes sleeps overshoot by up to 50 us,
         // which the token bucket absorbs, so its result is not checked.
@@ -249,7 +273,9 @@ impl Worker {
         let mut batch = Batch::new(&ZEROS[..payload]);
         while !self.stop.load(Ordering::Relaxed) {
             let now = self.span.elapsed();
-            match self.pacer.poll(now) {
+            let pace = self.pacer.poll(now);
+            self.note_late();
+            match pace {
                 Pace::Send(n) => {
                     if let Err(err) = self.send(&mut batch, n) {
                         return Some(format!("sendmmsg to {}: {err}", self.to));
