@@ -2,16 +2,13 @@
 //! the screenshot not blank. Needs `chromium-headless-shell`
 //! (scripts/setup installs it); without it this fails, naming the package.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::browser::check_report;
 use super::fixture::synthetic_dir;
 use super::make_report;
 use super::rendered::{MIN_PLOT_COLOURS, MIN_PLOT_INK};
 use crate::scenario::PLOTS;
-
-/// What the check may take (two page loads of about a second each).
-const CHECK_BUDGET: Duration = Duration::from_secs(20);
 
 #[test]
 fn every_plot_of_the_report_renders_in_chromium() {
@@ -53,7 +50,9 @@ fn every_plot_of_the_report_renders_in_chromium() {
         .collect();
     names.sort();
     assert_eq!(names, ["index.html", "summary.md"]);
-    assert!(took < CHECK_BUDGET, "the browser check took {took:?}");
+    // Two page loads of about a second each: printed, not asserted (a busy
+    // host is slow, not wrong).
+    eprintln!("the browser check took {took:?}");
 }
 
 /// The check fails a page whose plots did not render, and says which and
