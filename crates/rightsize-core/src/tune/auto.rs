@@ -411,6 +411,7 @@ impl Auto {
             Err(e) => return Decision::note(self.state.name(), e.reason()),
         };
         self.last_sample = Some(sample.at);
+        self.memory.observe(&view);
         let mut decision = self.use_capacity(sample.at);
         if decision.actions.is_empty() {
             decision = self

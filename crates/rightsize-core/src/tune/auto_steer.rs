@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::super::Decision;
-use super::super::meter::{scaled, show_ms};
+use super::super::meter::{scaled, show_ms, show_rate};
 use super::*;
 
 /// How `startup` grows the window while the flow fills it.
@@ -37,9 +37,18 @@ impl Ramp {
 /// What `drain` watches: whether the RTT comes down with the window.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct DrainCheck {
+    /// When the drain began; rates from its first RTT still describe the
+    /// window before it.
+    pub(super) began: Duration,
     pub(super) until: Duration,
     /// The bottleneck-rate estimate before the drain, bytes per second.
     pub(super) bw_before: f64,
+    /// The bottleneck's rate while a queue kept it busy: the largest rate
+    /// read with the RTT inflated, from one RTT into the drain, outside
+    /// loss recovery, bytes per second. Later readings are lower only
+    /// because the window was cut (once the path's RTT rose, each cut
+    /// lowers the rate, which would lower the window again).
+    pub(super) busy: Option<f64>,
     /// The RTT when the drain began, and the least since.
     pub(super) start_rtt: Duration,
     pub(super) min_rtt: Duration,
@@ -150,8 +159,10 @@ impl Auto {
             State::Cruise => {
                 if r.inflated {
                     self.state = State::Drain(DrainCheck {
+                        began: r.at,
                         until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
                         bw_before: r.bw,
+                        busy: None,
                         start_rtt: r.rtt,
                         min_rtt: r.rtt,
                         rounds: 1,
@@ -187,11 +198,17 @@ impl Auto {
             }
             State::Drain(mut check) => {
                 check.min_rtt = check.min_rtt.min(r.rtt);
+                let recovering = self.in_loss_episode(r);
+                if r.inflated && r.at >= check.began.saturating_add(check.start_rtt) && !recovering
+                {
+                    check.busy = Some(check.busy.map_or(r.rate, |b| b.max(r.rate)));
+                }
                 self.state = State::Drain(check);
-                // The rate lags a slower path: follow it down.
-                let follow = self.target(r.rate, r.rt_prop);
+                // The rate lags a slower path: follow it down, to what the
+                // busy bottleneck delivers.
+                let follow = check.busy.map(|busy| self.target(busy, r.rt_prop));
                 if r.at < check.until {
-                    if follow < self.window * (1.0 - OVERSHOOT) {
+                    if let Some(follow) = follow.filter(|&f| f < self.window * (1.0 - OVERSHOOT)) {
                         return self.retarget(
                             r.at,
                             follow,
@@ -203,14 +220,29 @@ impl Auto {
                 let base = r.rt_prop.as_secs_f64();
                 let drained = check.min_rtt.as_secs_f64()
                     <= base * (1.0 + INFLATION) + RTT_FLOOR.as_secs_f64();
-                let stayed =
-                    check.min_rtt.as_secs_f64() >= RTT_STAYED * check.start_rtt.as_secs_f64();
+                // A round in which the RTT climbed (the queue still filling
+                // from a window the rate had not caught up with yet) says
+                // nothing about the path's RTT.
+                let rising =
+                    r.rtt.as_secs_f64() > check.start_rtt.as_secs_f64() * (1.0 + INFLATION);
+                let stayed = !rising
+                    && check.min_rtt.as_secs_f64() >= RTT_STAYED * check.start_rtt.as_secs_f64();
                 if drained {
                     self.state = State::Cruise;
-                    self.obs.reset_btl_bw(r.at, r.rate);
+                    let Some(busy) = check.busy else {
+                        return Decision::note(
+                            self.state.name(),
+                            format!("queue drained; {}", r.numbers),
+                        );
+                    };
+                    self.obs.reset_btl_bw(r.at, busy);
                     return Decision::note(
                         self.state.name(),
-                        format!("queue drained: the path got slower; {}", r.numbers),
+                        format!(
+                            "queue drained: the path got slower, {}; {}",
+                            show_rate(busy),
+                            r.numbers
+                        ),
                     );
                 }
                 if !stayed && check.rounds < DRAIN_ROUNDS {
@@ -224,7 +256,7 @@ impl Auto {
                     });
                     return self.retarget(
                         r.at,
-                        follow.min(self.window),
+                        follow.unwrap_or(self.window).min(self.window),
                         format!(
                             "draining: RTT down to {}; {}",
                             show_ms(check.min_rtt),
@@ -239,13 +271,18 @@ impl Auto {
                         format!("the queue does not drain further; {}", r.numbers),
                     );
                 }
+                // The path's RTT rose. Its rate is what the busy bottleneck
+                // delivered (it may have fallen too), never more than before.
+                let rate = check.busy.unwrap_or(r.rate).min(check.bw_before);
                 self.obs.reset_rt_prop(check.min_rtt);
+                self.obs.reset_btl_bw(r.at, rate);
                 self.retarget(
                     r.at,
-                    check.bw_before * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
+                    rate * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
                     format!(
-                        "RTT stayed at {} with a smaller window: the path's RTT rose",
-                        show_ms(check.min_rtt)
+                        "RTT stayed at {} with a smaller window: the path's RTT rose; rate {}",
+                        show_ms(check.min_rtt),
+                        show_rate(rate)
                     ),
                 )
             }
@@ -272,6 +309,13 @@ impl Auto {
                 Decision::none()
             }
         }
+    }
+
+    /// Whether `r` falls in a loss episode: rates then show the recovery,
+    /// not the path.
+    fn in_loss_episode(&self, r: &Reading) -> bool {
+        self.loss_seen
+            .is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, LOSS_EVENT_RTTS))
     }
 
     pub(super) fn on_loss(&mut self, r: &Reading) -> Decision {

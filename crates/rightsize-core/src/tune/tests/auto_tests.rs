@@ -565,3 +565,66 @@ fn trains_after_a_startup_that_ended_short_ramp_it_on() {
     assert!(reason.contains("ramp up to"), "{reason}");
     assert_eq!(auto.state(), "startup");
 }
+
+/// The benchmark's changing path (bench/paths/changing.toml): 200 Mbit/s
+/// at 100 ms and 50 Mbit/s at 160 ms in turn, 10 s each, rate and RTT
+/// changing together, a queue of 2.5 MB throughout.
+fn bench_changing(spec: &str) -> Scenario {
+    let mut s = Scenario::benchmark(spec, 1.0);
+    s.seconds = 60.0;
+    let queue_bytes = s.path.queue_bytes;
+    let path = |rate_bps: f64, base_rtt: f64| Path {
+        rate_bps,
+        base_rtt,
+        queue_bytes,
+        loss: 0.0,
+    };
+    s.changes = (1..6)
+        .map(|i| {
+            let p = if i % 2 == 1 {
+                path(50e6, 0.16)
+            } else {
+                path(200e6, 0.1)
+            };
+            (10.0 * f64::from(i), p)
+        })
+        .collect();
+    s
+}
+
+#[test]
+fn rate_and_rtt_changing_together_are_followed() {
+    let auto = run(&bench_changing("auto"));
+    let fixed = run(&bench_changing("static:16MiB"));
+    for (name, o) in [("auto", &auto), ("static", &fixed)] {
+        let per: Vec<String> = (0..6)
+            .map(|i| {
+                format!(
+                    "{:.0}",
+                    mbps(o.goodput_between(10.0 * i as f64, 10.0 * (i + 1) as f64))
+                )
+            })
+            .collect();
+        eprintln!(
+            "{name}: {:.1} Mbit/s [{}], mean rcvbuf {:.2} MB, retrans {:.0} B",
+            mbps(o.goodput),
+            per.join(" "),
+            o.mean_rcvbuf / 1e6,
+            o.retrans_bytes
+        );
+    }
+    for l in auto
+        .log
+        .iter()
+        .filter(|l| l.role == Role::Receiver && !l.reason.contains("told the peer"))
+    {
+        eprintln!("{:7.2} {:10} {}", l.at, l.state, l.reason);
+    }
+    assert!(
+        auto.goodput >= 0.9 * fixed.goodput,
+        "{:.1} vs {:.1}",
+        mbps(auto.goodput),
+        mbps(fixed.goodput)
+    );
+    assert!(auto.mean_rcvbuf <= fixed.mean_rcvbuf / 3.0);
+}
