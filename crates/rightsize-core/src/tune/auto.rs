@@ -28,11 +28,17 @@
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
 //!   faster: ramp again, x1.125 per RTT. An inflated RTT (over 1/8) means
-//!   it got slower, or longer: `drain`.
-//! - `drain`: `W` follows the current rate x min-RTT down. If the RTT comes
-//!   down (within up to four rounds of three RTTs) the queue was ours and
-//!   the rate estimate restarts from the current rate; if it stays where it was
-//!   while the window shrank, the path's RTT rose and the min-RTT restarts.
+//!   it got slower, or longer: `drain` (only while the window holds the
+//!   sender back: a queue behind a sender that is not held back, such as
+//!   a congestion window growing back after a loss, is not the window's).
+//! - `drain`: from one RTT in, `W` follows down the rate the busy
+//!   bottleneck delivers (read while the RTT is inflated and still
+//!   falling, outside loss recovery) x min-RTT. If the RTT comes down
+//!   (within up to four rounds of three RTTs) the queue was ours and the
+//!   rate estimate restarts from that busy rate; if it stays where it was
+//!   while the window shrank (and did not climb during the round), the
+//!   path's RTT rose: the min-RTT restarts, and the window is the busy
+//!   rate (never more than before) x the new RTT.
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
 //!   queue nor the window explains mean a congested path (seed 001 section III-B: there a limited window
 //!   only costs throughput); `W` goes to four estimated BDPs, stays above
@@ -124,6 +130,9 @@ const DRAIN_ROUNDS: u32 = 4;
 /// The RTT "stayed" when its least during a drain round is above this
 /// share of where it began.
 const RTT_STAYED: f64 = 0.95;
+/// During a drain the RTT is falling (the queue draining) once it is this
+/// share below the last reading that set the busy rate.
+const RTT_FALLING: f64 = 1.0 / 32.0;
 /// This many loss events the window does not explain, within this many
 /// RTTs, mean a congested path. Seed 001 (section IV-B) only asks whether
 /// the loss rate is non-zero, and waiting costs: at a window near the BDP

@@ -309,7 +309,7 @@ impl Memory {
         let old = self.request.unwrap_or(request).get() as f64;
         let moved = (request.get() as f64 - old).abs() > HYSTERESIS * old;
         let held = self.held_since.is_some() && (request.get() as f64) < old;
-        if !(reapply || moved) || (held && !reapply) {
+        if (held || !moved) && !reapply {
             return Decision::none();
         }
         let actions = if reapply {

@@ -43,12 +43,15 @@ pub(super) struct DrainCheck {
     pub(super) until: Duration,
     /// The bottleneck-rate estimate before the drain, bytes per second.
     pub(super) bw_before: f64,
-    /// The bottleneck's rate while a queue kept it busy: the largest rate
-    /// read with the RTT inflated, from one RTT into the drain, outside
-    /// loss recovery, bytes per second. Later readings are lower only
-    /// because the window was cut (once the path's RTT rose, each cut
-    /// lowers the rate, which would lower the window again).
+    /// The bottleneck's rate while a queue kept it busy, bytes per second:
+    /// the rate read with the RTT inflated, from one RTT into the drain,
+    /// outside loss recovery, first and then whenever the RTT fell further
+    /// (the queue draining). Once the RTT stops falling, later readings
+    /// are lower only because the window was cut: when the path's RTT
+    /// rose, each cut lowers the rate, which would lower the window again.
     pub(super) busy: Option<f64>,
+    /// The RTT of the reading `busy` came from.
+    pub(super) busy_rtt: Option<Duration>,
     /// The RTT when the drain began, and the least since.
     pub(super) start_rtt: Duration,
     pub(super) min_rtt: Duration,
@@ -157,12 +160,17 @@ impl Auto {
                 }
             }
             State::Cruise => {
-                if r.inflated {
+                // A queue with a sender the window does not hold back is
+                // not the window's (bursts of a congestion window that
+                // grows back after a loss): cutting the window would only
+                // slow the recovery.
+                if r.inflated && r.limited {
                     self.state = State::Drain(DrainCheck {
                         began: r.at,
                         until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
                         bw_before: r.bw,
                         busy: None,
+                        busy_rtt: None,
                         start_rtt: r.rtt,
                         min_rtt: r.rtt,
                         rounds: 1,
@@ -199,9 +207,13 @@ impl Auto {
             State::Drain(mut check) => {
                 check.min_rtt = check.min_rtt.min(r.rtt);
                 let recovering = self.in_loss_episode(r);
-                if r.inflated && r.at >= check.began.saturating_add(check.start_rtt) && !recovering
+                let falling = check
+                    .busy_rtt
+                    .is_none_or(|t| r.rtt.as_secs_f64() < t.as_secs_f64() * (1.0 - RTT_FALLING));
+                if r.inflated && r.at >= check.began.saturating_add(r.rtt) && !recovering && falling
                 {
-                    check.busy = Some(check.busy.map_or(r.rate, |b| b.max(r.rate)));
+                    check.busy = Some(r.rate);
+                    check.busy_rtt = Some(r.rtt);
                 }
                 self.state = State::Drain(check);
                 // The rate lags a slower path: follow it down, to what the
@@ -328,6 +340,15 @@ impl Auto {
             previous.is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, LOSS_EVENT_RTTS));
         if same_event {
             return Decision::none();
+        }
+        if r.inflated && !r.limited && matches!(self.state, State::Cruise) {
+            return Decision::note(
+                self.state.name(),
+                format!(
+                    "loss with a queue, the sender not held by the window: its own burst; {}",
+                    r.numbers
+                ),
+            );
         }
         if r.inflated {
             self.state = State::Cruise;
