@@ -49,9 +49,8 @@ pub(super) struct DrainCheck {
     /// (the queue draining). Once the RTT stops falling, later readings
     /// are lower only because the window was cut: when the path's RTT
     /// rose, each cut lowers the rate, which would lower the window again.
-    pub(super) busy: Option<f64>,
-    /// The RTT of the reading `busy` came from.
-    pub(super) busy_rtt: Option<Duration>,
+    /// With it, the RTT of the reading it came from.
+    pub(super) busy: Option<(f64, Duration)>,
     /// The RTT when the drain began, and the least since.
     pub(super) start_rtt: Duration,
     pub(super) min_rtt: Duration,
@@ -170,7 +169,6 @@ impl Auto {
                         until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
                         bw_before: r.bw,
                         busy: None,
-                        busy_rtt: None,
                         start_rtt: r.rtt,
                         min_rtt: r.rtt,
                         rounds: 1,
@@ -207,18 +205,18 @@ impl Auto {
             State::Drain(mut check) => {
                 check.min_rtt = check.min_rtt.min(r.rtt);
                 let recovering = self.in_loss_episode(r);
-                let falling = check
-                    .busy_rtt
-                    .is_none_or(|t| r.rtt.as_secs_f64() < t.as_secs_f64() * (1.0 - RTT_FALLING));
+                let falling = check.busy.is_none_or(|(_, t)| {
+                    r.rtt.as_secs_f64() < t.as_secs_f64() * (1.0 - RTT_FALLING)
+                });
                 if r.inflated && r.at >= check.began.saturating_add(r.rtt) && !recovering && falling
                 {
-                    check.busy = Some(r.rate);
-                    check.busy_rtt = Some(r.rtt);
+                    check.busy = Some((r.rate, r.rtt));
                 }
+                let busy = check.busy.map(|(rate, _)| rate);
                 self.state = State::Drain(check);
                 // The rate lags a slower path: follow it down, to what the
                 // busy bottleneck delivers.
-                let follow = check.busy.map(|busy| self.target(busy, r.rt_prop));
+                let follow = busy.map(|busy| self.target(busy, r.rt_prop));
                 if r.at < check.until {
                     if let Some(follow) = follow.filter(|&f| f < self.window * (1.0 - OVERSHOOT)) {
                         return self.retarget(
@@ -241,7 +239,7 @@ impl Auto {
                     && check.min_rtt.as_secs_f64() >= RTT_STAYED * check.start_rtt.as_secs_f64();
                 if drained {
                     self.state = State::Cruise;
-                    let Some(busy) = check.busy else {
+                    let Some(busy) = busy else {
                         return Decision::note(
                             self.state.name(),
                             format!("queue drained; {}", r.numbers),
@@ -285,7 +283,7 @@ impl Auto {
                 }
                 // The path's RTT rose. Its rate is what the busy bottleneck
                 // delivered (it may have fallen too), never more than before.
-                let rate = check.busy.unwrap_or(r.rate).min(check.bw_before);
+                let rate = busy.unwrap_or(r.rate).min(check.bw_before);
                 self.obs.reset_rt_prop(check.min_rtt);
                 self.obs.reset_btl_bw(r.at, rate);
                 self.retarget(
@@ -335,9 +333,8 @@ impl Auto {
         // One episode lasts while losses keep coming within two RTTs of the
         // last: a recovery that goes on for seconds (an RTO after a burst
         // of losses) is one event, not three "random" ones.
-        let previous = self.loss_seen.replace(r.at);
-        let same_event =
-            previous.is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, LOSS_EVENT_RTTS));
+        let same_event = self.in_loss_episode(r);
+        self.loss_seen = Some(r.at);
         if same_event {
             return Decision::none();
         }
