@@ -177,6 +177,9 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         ]);
         let out = run_timed("iperf3 -c -R", c)?;
         let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)?;
+        if let Some(error) = json["error"].as_str() {
+            bail!("iperf3 -c -R: {error}");
+        }
         let bps = json["end"]["sum_received"]["bits_per_second"]
             .as_f64()
             .context("iperf3 -J: no end.sum_received.bits_per_second")?;
@@ -283,11 +286,16 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 /// Whether something listens on `LEFT_ADDR:port`, tried from the right host.
+/// Whether a socket listens on `port` in the server's namespace. Read
+/// with `ss`, never by connecting: `iperf3 -s` takes a bare connect for a
+/// failed test and closes its listener while it resets, so a client
+/// started just after the probe can find the port closed (CI, session 9).
 fn port_open(path: &VethPath, port: u16) -> bool {
-    let mut c = path.right.command("bash");
-    c.args(["-c", &format!("exec 3<>/dev/tcp/{LEFT_ADDR}/{port}")]);
+    let mut c = path.left.command("ss");
+    c.args(["-Hltn", &format!("sport = :{port}")]);
     c.stderr(std::process::Stdio::null());
-    c.status().is_ok_and(|s| s.success())
+    c.output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty())
 }
 
 fn start_vsftpd(path: &VethPath, dir: &Path, root: &Path) -> anyhow::Result<Daemon> {
