@@ -27,13 +27,15 @@
 //! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16.
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
-//!   faster: ramp again, x1.125 per RTT. An inflated RTT (over 1/8) means
-//!   it got slower, or longer: `drain` (only while the window holds the
-//!   sender back: a queue behind a sender that is not held back, such as
-//!   a congestion window growing back after a loss, is not the window's).
+//!   faster: probe, +1/32 in the first RTT, doubling each RTT up to +1/8,
+//!   and stop at the first queue (over half the headroom). An inflated RTT
+//!   (over 1/8) means it got slower, or longer: `drain` (only while the
+//!   window holds the sender back and not within four RTTs of a loss: a
+//!   queue behind a sender that is not held back, such as a congestion
+//!   window growing back after a loss, is not the window's).
 //! - `drain`: from one RTT in, `W` follows down the rate the busy
 //!   bottleneck delivers (read while the RTT is inflated and still
-//!   falling, outside loss recovery) x min-RTT. If the RTT comes down
+//!   rising, outside loss recovery) x min-RTT. If the RTT comes down
 //!   (within up to four rounds of three RTTs) the queue was ours and the
 //!   rate estimate restarts from that busy rate; if it stays where it was
 //!   while the window shrank (and did not climb during the round), the
@@ -49,8 +51,8 @@
 //! the window, the ramp's bursts were too big (below the estimate: the ramp
 //! slows by half) or the bandwidth is found (beyond it); with `W` well above
 //! the estimated BDP, an overshoot; at the target with a standing queue
-//! under half the headroom, the queue could not hold the headroom, which is
-//! halved; anything else is not ours.
+//! under twice the headroom, the queue could not hold the headroom and its
+//! bursts: the headroom is halved; anything else is not ours.
 //!
 //! Why no large buffer before the handshake: Linux picks the window scale
 //! from `max(tcp_rmem[2], rmem_max)` when `SO_RCVBUF` is left alone, which
@@ -92,8 +94,10 @@ const RAMP_LEAD: f64 = 1.0 / 18.0;
 const RAMP_PAUSE_BELOW: f64 = 0.8;
 /// Without an estimate, the window grows by this factor per RTT ...
 const RAMP_FACTOR: f64 = 1.5;
-/// ... and from a known window, when the path got faster, by this one.
-const PROBE_FACTOR: f64 = 1.125;
+/// ... and from a known window, when the path got faster, by this share
+/// per RTT at first, doubling each RTT up to the most.
+const PROBE_GAIN: f64 = 1.0 / 32.0;
+const PROBE_GAIN_MAX: f64 = 1.0 / 8.0;
 /// The window is kept this much above rate x min-RTT, at first.
 const HEADROOM: f64 = 1.0 / 16.0;
 /// Headroom is halved down to this by losses at a full window.
@@ -130,9 +134,6 @@ const DRAIN_ROUNDS: u32 = 4;
 /// The RTT "stayed" when its least during a drain round is above this
 /// share of where it began.
 const RTT_STAYED: f64 = 0.95;
-/// During a drain the RTT is falling (the queue draining) once it is this
-/// share below the last reading that set the busy rate.
-const RTT_FALLING: f64 = 1.0 / 32.0;
 /// This many loss events the window does not explain, within this many
 /// RTTs, mean a congested path. Seed 001 (section IV-B) only asks whether
 /// the loss rate is non-zero, and waiting costs: at a window near the BDP
@@ -147,10 +148,15 @@ const RANDOM_LOSS_RTTS: f64 = 256.0;
 /// event (TCP too reduces once per round trip of losses; a window cut
 /// takes a round trip to show; a recovery may go on for seconds).
 const LOSS_EVENT_RTTS: f64 = 2.0;
-/// At a full window, a standing queue below this share of the headroom
-/// means the bottleneck queue could not hold the headroom: the loss was
-/// ours.
-const HELD_HEADROOM: f64 = 0.5;
+/// At a full window, a standing queue below this multiple of the headroom
+/// is the window's own: a loss there means the bottleneck queue could not
+/// hold the headroom and the bursts on top of it (measured on the shallow
+/// path: losses at +5% and +10% with a headroom of 1/16, read as "not the
+/// window's" when this was a half).
+const HELD_HEADROOM: f64 = 2.0;
+/// For this many RTTs after a loss, a queue is the recovery's, not the
+/// window's.
+const RECOVERY_RTTS: f64 = 4.0;
 /// `step-aside` keeps the window at this many estimated BDPs, until no
 /// loss for [`QUIET_RTTS`].
 const STEP_ASIDE_BDPS: f64 = 4.0;
