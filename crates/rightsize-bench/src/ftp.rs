@@ -285,7 +285,6 @@ fn verdict(ok: bool) -> &'static str {
     if ok { "PASS" } else { "MISS" }
 }
 
-/// Whether something listens on `LEFT_ADDR:port`, tried from the right host.
 /// Whether a socket listens on `port` in the server's namespace. Read
 /// with `ss`, never by connecting: `iperf3 -s` takes a bare connect for a
 /// failed test and closes its listener while it resets, so a client

@@ -204,7 +204,7 @@ impl Auto {
                 // window (the sender reads as window-limited) and the rate
                 // shows the recovery (a drain to 0.71 MB at 53 Mbit/s two
                 // RTTs after a loss, measured on the shallow path).
-                let recovering = r.at.saturating_sub(self.last_loss) < scaled(r.rtt, RECOVERY_RTTS);
+                let recovering = self.loss_within(r, RECOVERY_RTTS);
                 if r.inflated && r.limited && !recovering {
                     self.state = State::Drain(DrainCheck {
                         began: r.at,
@@ -375,8 +375,13 @@ impl Auto {
     /// Whether `r` falls in a loss episode: rates then show the recovery,
     /// not the path.
     fn in_loss_episode(&self, r: &Reading) -> bool {
+        self.loss_within(r, LOSS_EVENT_RTTS)
+    }
+
+    /// Whether a loss was seen less than `rtts` RTTs before `r`.
+    fn loss_within(&self, r: &Reading, rtts: f64) -> bool {
         self.loss_seen
-            .is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, LOSS_EVENT_RTTS))
+            .is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, rtts))
     }
 
     pub(super) fn on_loss(&mut self, r: &Reading) -> Decision {
