@@ -523,11 +523,11 @@ fn os(call: &'static str, target: Target) -> impl Fn(io::Error) -> SocketError {
     }
 }
 
-fn set_int(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: c_int) -> io::Result<()> {
+pub(crate) fn set_int(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: c_int) -> io::Result<()> {
     set_bytes(fd, level, name, &value.to_ne_bytes())
 }
 
-fn get_int(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> io::Result<c_int> {
+pub(crate) fn get_int(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> io::Result<c_int> {
     let mut buf = [0u8; size_of::<c_int>()];
     let len = get_bytes(fd, level, name, &mut buf)?;
     if len != buf.len() {
@@ -551,7 +551,7 @@ fn set_bytes(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: &[u8]) -> io:
 }
 
 /// Fills `buf` with the option's value and returns how many bytes the kernel wrote.
-fn get_bytes(fd: BorrowedFd<'_>, level: c_int, name: c_int, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn get_bytes(fd: BorrowedFd<'_>, level: c_int, name: c_int, buf: &mut [u8]) -> io::Result<usize> {
     let mut len = socklen_t::try_from(buf.len()).map_err(io::Error::other)?;
     // SAFETY: `fd` is a live descriptor for the borrow; `buf` is valid for
     // writes of `len` bytes, and the kernel writes at most `len` bytes and

@@ -312,6 +312,12 @@ fn describe(record: &Record, spec: &PathSpec) -> Vec<String> {
         ));
     }
     lines.extend(spec.describe().into_iter().map(|l| format!("  {l}")));
+    if let Some(bytes) = record.emulator_ingress_buffer {
+        lines.push(format!(
+            "  emulator input buffer {:.1} MB per packet socket (so that a burst reaches the queue)",
+            bytes as f64 / 1e6
+        ));
+    }
     lines
 }
 
@@ -499,6 +505,8 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let ticks_before = record.emulator_pid.map(counters::thread_ticks);
+    // Reading the emulator's input drops resets them: this read starts the count.
+    let ingress_before = record.emulator_pid.and_then(counters::ingress_drops);
     let started = Instant::now();
 
     let Some((program, rest)) = args.command.split_first() else {
@@ -544,6 +552,10 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             _ => None,
         },
+        emulator_ingress_drops: match (ingress_before, record.emulator_pid) {
+            (Some(_), Some(pid)) => counters::ingress_drops(pid),
+            _ => None,
+        },
         retransmitted_segments: match (before, after) {
             (Some(b), Some(a)) => Some(a.retrans_segs.saturating_sub(b.retrans_segs)),
             _ => None,
@@ -584,7 +596,7 @@ fn print_fidelity(verdict: &Fidelity) {
             Some(false) => "FAILED",
             None => "not measured",
         };
-        eprintln!("  fidelity {:<13} {mark}: {}", check.name, check.detail);
+        eprintln!("  fidelity {:<14} {mark}: {}", check.name, check.detail);
     }
     if verdict.valid {
         eprintln!("  run valid");

@@ -1,4 +1,4 @@
-//! Every run checks its own apparatus. Three checks, each a number measured
+//! Every run checks its own apparatus. Four checks, each a number measured
 //! by the system layer and judged here:
 //!
 //! - **idle RTT**: the smallest of several idle round trips must be within
@@ -9,7 +9,10 @@
 //! - **losses**: the senders' retransmitted segments must be accounted for
 //!   by packets the emulator dropped (queue overflow or random loss), with a
 //!   little slack for tail-loss probes; more retransmissions than drops mean
-//!   the emulator delayed or reordered packets enough to fool TCP.
+//!   the emulator delayed or reordered packets enough to fool TCP;
+//! - **emulator input**: the emulator must not have dropped packets before
+//!   its queue (Rattan's packet sockets overflowing while it waited for a
+//!   CPU): such a loss is the apparatus's, not the path's.
 //!
 //! A run that fails a check is invalid; results keep it, marked, and never
 //! use it silently.
@@ -42,6 +45,9 @@ pub struct Measured {
     pub emulator_cpu: Option<f64>,
     /// Packets the emulator dropped during the run (both directions).
     pub emulator_drops: Option<u64>,
+    /// Packets the emulator dropped at its input, before its queue (part
+    /// of `emulator_drops`); `None` when not measured.
+    pub emulator_ingress_drops: Option<u64>,
     /// Segments the hosts retransmitted during the run (both hosts).
     pub retransmitted_segments: Option<u64>,
     /// Segments the hosts dropped themselves or got twice (D-SACK) during
@@ -53,7 +59,7 @@ pub struct Measured {
 /// The verdict on one check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {
-    /// `idle_rtt`, `emulator_cpu` or `losses`.
+    /// `idle_rtt`, `emulator_cpu`, `losses` or `emulator_input`.
     pub name: &'static str,
     /// Passed; `None` when it could not be measured (not a failure, but said).
     pub ok: Option<bool>,
@@ -152,6 +158,26 @@ pub fn judge(measured: Measured) -> Fidelity {
             },
         },
     );
+    checks.push(match measured.emulator_ingress_drops {
+        None => Check {
+            name: "emulator_input",
+            ok: None,
+            detail: "drops at the emulator's input not measured".to_owned(),
+        },
+        Some(0) => Check {
+            name: "emulator_input",
+            ok: Some(true),
+            detail: "no packet dropped at the emulator's input".to_owned(),
+        },
+        Some(n) => Check {
+            name: "emulator_input",
+            ok: Some(false),
+            detail: format!(
+                "{n} packets dropped at the emulator's input, before its queue (it fell behind a burst): \
+                 losses the path does not have"
+            ),
+        },
+    });
     let valid = checks.iter().all(|c| c.ok != Some(false));
     Fidelity {
         checks,

@@ -128,6 +128,52 @@ pub fn config(spec: &PathSpec, dir: &str) -> RattanFiles {
     RattanFiles { config, traces }
 }
 
+/// The smallest receive buffer rightsize gives each of Rattan's packet
+/// sockets (8 MiB).
+pub const INGRESS_BUFFER_MIN: u64 = 8 << 20;
+/// The largest (256 MiB); an infinite queue gets this.
+pub const INGRESS_BUFFER_MAX: u64 = 256 << 20;
+
+/// The receive buffer each of Rattan's packet sockets needs so that the
+/// emulator's own ingress never drops: twice (one BDP at the highest rate
+/// and the longest delay, plus the bottleneck queue) of the larger
+/// direction, within [`INGRESS_BUFFER_MIN`, `INGRESS_BUFFER_MAX`].
+///
+/// Rattan 0.1.1 reads each veth through an `AF_PACKET` socket it leaves at
+/// `net.core.rmem_default` (212,992 bytes here). A veth frame costs about
+/// 2,300 bytes of socket memory, so that holds 92 packets: a sender's
+/// line-rate burst of more than that (a window opening, slow start's
+/// doubling) while the emulator's thread waits for a CPU was dropped
+/// before it reached the emulated queue, a loss no real path has. Measured
+/// on `bench/paths/lfn.toml` (200 Mbit/s, 100 ms, 1 x BDP queue): the
+/// socket's drop counter (`ss -0 -m`, `d`) matched a `static:16MiB` run's
+/// 21 retransmitted segments exactly. A sender can have at most about a
+/// BDP plus a queue in flight that the bottleneck has not taken; twice that
+/// covers the socket memory per frame.
+pub fn ingress_buffer_bytes(spec: &PathSpec) -> u64 {
+    let longest_delay = |link: &LinkSpec| match &link.rate {
+        RateSpec::Steps(steps) => steps
+            .iter()
+            .filter_map(|s| s.delay)
+            .fold(link.delay, Duration::max),
+        _ => link.delay,
+    };
+    let rtt = longest_delay(&spec.uplink) + longest_delay(&spec.downlink);
+    let mut need: u64 = 0;
+    for side in [Side::Left, Side::Right] {
+        let link = spec.link_from(side);
+        let bdp = crate::path::bdp_bytes(link.rate.peak(), rtt).0;
+        let queue = match spec.queue_limit(side) {
+            QueueLimit::Bytes(b) => b,
+            QueueLimit::Packets(p) => p.saturating_mul(crate::path::PACKET_BYTES),
+            QueueLimit::Infinite => INGRESS_BUFFER_MAX,
+        };
+        need = need.max(bdp.saturating_add(queue));
+    }
+    need.saturating_mul(2)
+        .clamp(INGRESS_BUFFER_MIN, INGRESS_BUFFER_MAX)
+}
+
 fn queue_kind(queue: QueueLimit) -> &'static str {
     match queue {
         QueueLimit::Infinite => "queue = \"Infinite\"",

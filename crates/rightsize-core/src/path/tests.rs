@@ -338,6 +338,25 @@ fn rattan_config_chains_bottleneck_delay_and_loss() {
 }
 
 #[test]
+fn rattan_ingress_buffer_holds_a_bdp_and_a_queue_twice() {
+    // 200 Mbit/s x 100 ms: BDP 2.5 MB, queue 2.5 MB, twice both.
+    let lfn = spec("rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"1bdp\"\n");
+    assert_eq!(rattan::ingress_buffer_bytes(&lfn), 10_000_000);
+    // A short slow path gets the floor.
+    let small = spec("rate = \"10Mbit\"\ndelay = \"5ms\"\n");
+    assert_eq!(rattan::ingress_buffer_bytes(&small), rattan::INGRESS_BUFFER_MIN);
+    // An infinite queue gets the ceiling.
+    let infinite = spec("rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"infinite\"\n");
+    assert_eq!(rattan::ingress_buffer_bytes(&infinite), rattan::INGRESS_BUFFER_MAX);
+    // Steps: the highest rate at the longest delay (400 Mbit/s x 2 x 100 ms
+    // = 10 MB), plus the 100-packet queue, twice.
+    let steps = spec(
+        "delay = \"25ms\"\nqueue = \"100pkt\"\n[[steps]]\nfor = \"4s\"\nrate = \"400Mbit\"\n[[steps]]\nfor = \"1s\"\nrate = \"50Mbit\"\ndelay = \"100ms\"\n",
+    );
+    assert_eq!(rattan::ingress_buffer_bytes(&steps), 2 * (10_000_000 + 150_000));
+}
+
+#[test]
 fn rattan_config_for_steps_writes_pattern_files() {
     let s = spec(
         "delay = \"25ms\"\n[[steps]]\nfor = \"4s\"\nrate = \"200Mbit\"\n[[steps]]\nfor = \"500ms\"\nrate = \"50Mbit\"\ndelay = \"40ms\"\n",
@@ -440,6 +459,7 @@ fn fidelity_checks() {
         ],
         emulator_cpu: Some(0.4),
         emulator_drops: Some(120),
+        emulator_ingress_drops: Some(0),
         retransmitted_segments: Some(118),
         host_explained_segments: Some(0),
     };
@@ -486,12 +506,22 @@ fn fidelity_checks() {
             .detail
             .contains("30 dropped or received twice by the hosts")
     );
+    // Drops at the emulator's input are the apparatus's, even when they
+    // explain every retransmission.
+    let input = fidelity::judge(Measured {
+        emulator_ingress_drops: Some(21),
+        ..good.clone()
+    });
+    assert!(!input.valid, "{input:?}");
+    assert!(input.checks[3].detail.contains("21 packets"), "{:?}", input.checks[3]);
     let unmeasured = Measured {
         emulator_cpu: None,
         emulator_drops: None,
+        emulator_ingress_drops: None,
         ..good
     };
     let f = fidelity::judge(unmeasured);
     assert!(f.valid);
     assert_eq!(f.checks[2].ok, None);
+    assert_eq!(f.checks[3].ok, None);
 }

@@ -103,6 +103,13 @@ pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Snapshot, EmuErro
     })
 }
 
+/// Packets the emulator (process `pid`) dropped at its input since the last
+/// call: its packet sockets' buffers were full because it fell behind. No
+/// real path drops there. `None` when they cannot be read.
+pub fn ingress_drops(pid: u32) -> Option<u64> {
+    super::packet_sockets::drops(pid).ok()
+}
+
 /// `TcpExt` counters of segments a retransmission answers that the
 /// emulator did not drop: dropped by the receiving host (its buffer full
 /// or pruned: a tuner that shrinks `SO_RCVBUF` under the data in flight

@@ -16,6 +16,7 @@
 
 pub mod counters;
 mod netem_backend;
+mod packet_sockets;
 mod rattan;
 
 use std::net::Ipv4Addr;
@@ -111,6 +112,11 @@ pub struct Record {
     /// The process that owns the path and whose death makes it stale
     /// (`path run`); `None` for a path left up on purpose (`path up`).
     pub owner_pid: Option<u32>,
+    /// The receive buffer of each of the emulator's packet sockets, as the
+    /// kernel reported it after rightsize widened it (Rattan); `None` when
+    /// not widened (netem, or it failed).
+    #[serde(default)]
+    pub emulator_ingress_buffer: Option<u64>,
     /// Host-wide sysctls this path raised, with the value to restore.
     pub host_sysctls: Vec<(String, String)>,
     /// The spec, as brought up.

@@ -55,6 +55,7 @@ pub(super) fn up(
         emulator_pid: None,
         emulator_id: None,
         emulator_ns: None,
+        emulator_ingress_buffer: None,
         namespaces: vec![left.clone(), right.clone()],
         left: HostRecord {
             namespace: left.clone(),

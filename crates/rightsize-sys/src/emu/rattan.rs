@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rightsize_core::path::PathSpec;
 use rightsize_core::path::rattan::{self as config_gen, LEFT_ADDR, RIGHT_ADDR};
 
-use super::{EmuError, HostRecord, Record};
+use super::{EmuError, HostRecord, Record, packet_sockets};
 use crate::netns;
 
 /// The Rattan release rightsize is built and tested against.
@@ -162,9 +162,11 @@ pub(super) fn up(
             return Err(e.into());
         }
     }
+    let ingress = widen_ingress(child.id(), config_gen::ingress_buffer_bytes(spec));
     let record = Record {
         name: name.to_owned(),
         backend: "rattan".to_owned(),
+        emulator_ingress_buffer: ingress,
         emulator_pid: Some(child.id()),
         emulator_id: Some(id),
         emulator_ns: Some(emulator_ns.clone()),
@@ -182,6 +184,38 @@ pub(super) fn up(
         spec: serde_json::to_value(spec).unwrap_or_default(),
     };
     Ok((record, Some(child)))
+}
+
+/// Rattan's packet sockets (one per veth: two) appear while it starts its
+/// hosts; waits for them, then widens their receive buffers to `bytes`.
+/// Returns the buffer the kernel reports, or `None` (with a note on
+/// stderr) when it could not: the path still works, but the emulator may
+/// drop a sender's bursts at its input, and runs say so.
+fn widen_ingress(pid: u32, bytes: u64) -> Option<u64> {
+    const SOCKETS: usize = 2;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let result = loop {
+        match packet_sockets::widen(pid, bytes) {
+            Ok(w) if w.sockets >= SOCKETS => break Ok(w),
+            Ok(w) if Instant::now() > deadline => {
+                break Err(format!(
+                    "found {} packet sockets in Rattan (pid {pid}), expected {SOCKETS}",
+                    w.sockets
+                ));
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Err(format!("pidfd_getfd on Rattan (pid {pid}): {e}")),
+        }
+    };
+    match result {
+        Ok(w) => Some(w.after),
+        Err(e) => {
+            eprintln!(
+                "note: cannot widen the emulator's input buffers ({e}); it may drop a sender's bursts before its queue"
+            );
+            None
+        }
+    }
 }
 
 /// Rattan ignores keys it does not know: ask it to print the configuration
