@@ -98,6 +98,9 @@ const RAMP_FACTOR: f64 = 1.5;
 /// per RTT at first, doubling each RTT up to the most.
 const PROBE_GAIN: f64 = 1.0 / 32.0;
 const PROBE_GAIN_MAX: f64 = 1.0 / 8.0;
+/// A probe that starts beyond the trains' capacity starts at this share
+/// per RTT, doubling up to [`PROBE_GAIN`] (no more, beyond it).
+const PROBE_GAIN_BEYOND: f64 = 1.0 / 128.0;
 /// The window is kept this much above rate x min-RTT, at first.
 const HEADROOM: f64 = 1.0 / 16.0;
 /// Headroom is halved down to this by losses at a full window.

@@ -700,3 +700,34 @@ fn memory_comes_down_two_rtts_after_the_window_and_never_during_a_loss() {
     // Once down, nothing more.
     assert!(check(&mut memory, 1_500, false).actions.is_empty());
 }
+
+#[test]
+fn at_the_trains_capacity_it_does_not_probe_but_below_a_low_estimate_it_does() {
+    // Trains 2% low: the full window with no queue is the knee. Probing on
+    // from there overflowed the 0.1 x BDP queue on the emulated path.
+    let mut close = Scenario::benchmark("auto", 0.1);
+    close.trains = Some(0.98);
+    let o = run(&close);
+    assert!(
+        !o.log.iter().any(|l| l.reason.contains("the path got faster")),
+        "{:?}",
+        o.log.iter().map(|l| &l.reason).collect::<Vec<_>>()
+    );
+    assert!(o.goodput >= 0.9 * close.path.payload_rate());
+    assert_eq!(o.retrans_bytes, 0.0);
+    // Trains 15% low: the window passes the estimate by its headroom, the
+    // rate follows, and the probe finds the rest.
+    let mut low = Scenario::benchmark("auto", 1.0);
+    low.trains = Some(0.85);
+    let o = run(&low);
+    assert!(
+        o.log.iter().any(|l| l.reason.contains("the path got faster")),
+        "no probe: {:#?}",
+        o.log.iter().filter(|l| !l.reason.contains("ramp up")).map(|l| format!("{:.2} {} {}", l.at, l.state, l.reason)).collect::<Vec<_>>()
+    );
+    assert!(
+        o.goodput >= 0.9 * low.path.payload_rate(),
+        "{:.1}",
+        mbps(o.goodput)
+    );
+}
