@@ -523,7 +523,12 @@ fn os(call: &'static str, target: Target) -> impl Fn(io::Error) -> SocketError {
     }
 }
 
-pub(crate) fn set_int(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: c_int) -> io::Result<()> {
+pub(crate) fn set_int(
+    fd: BorrowedFd<'_>,
+    level: c_int,
+    name: c_int,
+    value: c_int,
+) -> io::Result<()> {
     set_bytes(fd, level, name, &value.to_ne_bytes())
 }
 
@@ -551,7 +556,12 @@ fn set_bytes(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: &[u8]) -> io:
 }
 
 /// Fills `buf` with the option's value and returns how many bytes the kernel wrote.
-pub(crate) fn get_bytes(fd: BorrowedFd<'_>, level: c_int, name: c_int, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn get_bytes(
+    fd: BorrowedFd<'_>,
+    level: c_int,
+    name: c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
     let mut len = socklen_t::try_from(buf.len()).map_err(io::Error::other)?;
     // SAFETY: `fd` is a live descriptor for the borrow; `buf` is valid for
     // writes of `len` bytes, and the kernel writes at most `len` bytes and

@@ -344,16 +344,25 @@ fn rattan_ingress_buffer_holds_a_bdp_and_a_queue_twice() {
     assert_eq!(rattan::ingress_buffer_bytes(&lfn), 10_000_000);
     // A short slow path gets the floor.
     let small = spec("rate = \"10Mbit\"\ndelay = \"5ms\"\n");
-    assert_eq!(rattan::ingress_buffer_bytes(&small), rattan::INGRESS_BUFFER_MIN);
+    assert_eq!(
+        rattan::ingress_buffer_bytes(&small),
+        rattan::INGRESS_BUFFER_MIN
+    );
     // An infinite queue gets the ceiling.
     let infinite = spec("rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"infinite\"\n");
-    assert_eq!(rattan::ingress_buffer_bytes(&infinite), rattan::INGRESS_BUFFER_MAX);
+    assert_eq!(
+        rattan::ingress_buffer_bytes(&infinite),
+        rattan::INGRESS_BUFFER_MAX
+    );
     // Steps: the highest rate at the longest delay (400 Mbit/s x 2 x 100 ms
     // = 10 MB), plus the 100-packet queue, twice.
     let steps = spec(
         "delay = \"25ms\"\nqueue = \"100pkt\"\n[[steps]]\nfor = \"4s\"\nrate = \"400Mbit\"\n[[steps]]\nfor = \"1s\"\nrate = \"50Mbit\"\ndelay = \"100ms\"\n",
     );
-    assert_eq!(rattan::ingress_buffer_bytes(&steps), 2 * (10_000_000 + 150_000));
+    assert_eq!(
+        rattan::ingress_buffer_bytes(&steps),
+        2 * (10_000_000 + 150_000)
+    );
 }
 
 #[test]
@@ -513,7 +522,11 @@ fn fidelity_checks() {
         ..good.clone()
     });
     assert!(!input.valid, "{input:?}");
-    assert!(input.checks[3].detail.contains("21 packets"), "{:?}", input.checks[3]);
+    assert!(
+        input.checks[3].detail.contains("21 packets"),
+        "{:?}",
+        input.checks[3]
+    );
     let unmeasured = Measured {
         emulator_cpu: None,
         emulator_drops: None,

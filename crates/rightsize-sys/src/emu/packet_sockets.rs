@@ -42,9 +42,7 @@ pub fn of_process(pid: u32) -> io::Result<Vec<OwnedFd>> {
         }
         // SAFETY: pidfd_getfd duplicates `target_fd` of the process into
         // this one and returns the new descriptor or -1.
-        let fd = unsafe {
-            libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0)
-        };
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -99,7 +97,12 @@ pub fn drops(pid: u32) -> io::Result<u64> {
     for fd in of_process(pid)? {
         // struct tpacket_stats { unsigned int tp_packets, tp_drops; }
         let mut stats = [0u8; 8];
-        let len = get_bytes(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, &mut stats)?;
+        let len = get_bytes(
+            fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut stats,
+        )?;
         if len != stats.len() {
             return Err(io::Error::other(format!(
                 "PACKET_STATISTICS returned {len} bytes, expected 8"

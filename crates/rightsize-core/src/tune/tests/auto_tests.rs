@@ -709,7 +709,9 @@ fn at_the_trains_capacity_it_does_not_probe_but_below_a_low_estimate_it_does() {
     close.trains = Some(0.98);
     let o = run(&close);
     assert!(
-        !o.log.iter().any(|l| l.reason.contains("the path got faster")),
+        !o.log
+            .iter()
+            .any(|l| l.reason.contains("the path got faster")),
         "{:?}",
         o.log.iter().map(|l| &l.reason).collect::<Vec<_>>()
     );
@@ -721,9 +723,15 @@ fn at_the_trains_capacity_it_does_not_probe_but_below_a_low_estimate_it_does() {
     low.trains = Some(0.85);
     let o = run(&low);
     assert!(
-        o.log.iter().any(|l| l.reason.contains("the path got faster")),
+        o.log
+            .iter()
+            .any(|l| l.reason.contains("the path got faster")),
         "no probe: {:#?}",
-        o.log.iter().filter(|l| !l.reason.contains("ramp up")).map(|l| format!("{:.2} {} {}", l.at, l.state, l.reason)).collect::<Vec<_>>()
+        o.log
+            .iter()
+            .filter(|l| !l.reason.contains("ramp up"))
+            .map(|l| format!("{:.2} {} {}", l.at, l.state, l.reason))
+            .collect::<Vec<_>>()
     );
     assert!(
         o.goodput >= 0.9 * low.path.payload_rate(),
