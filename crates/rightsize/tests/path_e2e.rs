@@ -143,12 +143,20 @@ fn a_shallow_queue_loses_and_a_bdp_queue_with_a_clamped_window_does_not() {
         "no retransmissions with a 0.1 x BDP queue: {results}"
     );
     assert_eq!(check(&results, "losses")["ok"], true, "{results}");
+    // Slow start's line-rate bursts reach the emulated queue: rightsize
+    // widened Rattan's packet sockets (the floor, 8 MiB, read back as the
+    // kernel keeps it) and read their drop counters, which stayed at 0.
+    let widened = results["path"]["emulator_ingress_buffer"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(widened >= 8 << 20, "input buffer {widened}: {results}");
+    assert_eq!(check(&results, "emulator_input")["ok"], true, "{results}");
 
     // A window just below the 2.5 MB BDP never fills a 1 x BDP queue: the
     // right host serves zeros, the left one fetches them with its receive
-    // window clamped to 2.3 MB. Slow start may still lose a few packets to
-    // the emulator's input (cubic without fq sends line-rate bursts); after
-    // it, the sender's telemetry must show no retransmission.
+    // window clamped to 2.3 MB. Slow start may still lose a few packets at
+    // the queue (cubic without fq sends line-rate bursts); after it, the
+    // sender's telemetry must show no retransmission.
     let root = dir.path().join("root");
     let telemetry = dir.path().join("telemetry");
     for d in [&root, &telemetry] {
