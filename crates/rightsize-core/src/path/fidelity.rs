@@ -7,8 +7,9 @@
 //!   less than 90% of the run, or its own queueing, not the spec, shaped the
 //!   traffic;
 //! - **losses**: the senders' retransmitted segments must be accounted for
-//!   by packets the emulator dropped (queue overflow or random loss), with a
-//!   little slack for tail-loss probes; more retransmissions than drops mean
+//!   by packets the emulator dropped (queue overflow or random loss) and
+//!   the hosts dropped themselves, with a little slack (5% and 10 segments)
+//!   for tail-loss probes; more retransmissions than drops mean
 //!   the emulator delayed or reordered packets enough to fool TCP;
 //! - **emulator input**: the emulator must not have dropped packets before
 //!   its queue (Rattan's packet sockets overflowing while it waited for a
@@ -132,7 +133,14 @@ pub fn judge(measured: Measured) -> Fidelity {
         match (measured.emulator_drops, measured.retransmitted_segments) {
             (Some(drops), Some(retrans)) => {
                 let host = measured.host_explained_segments.unwrap_or(0);
-                let allowed = drops + drops / 20 + RETRANS_SLACK_SEGMENTS + host;
+                // The 5% covers the tail-loss probes and RACK re-sends that
+                // follow a burst of drops, wherever the drops were: a drs
+                // run whose receiver pruned 338 segments retransmitted 357
+                // with 6 emulator drops (quick lab, once the emulator's
+                // input stopped dropping), 3 over a slack taken from the
+                // emulator's drops alone.
+                let explained = drops + host;
+                let allowed = explained + explained / 20 + RETRANS_SLACK_SEGMENTS;
                 let host_text = if host > 0 {
                     format!(", {host} dropped or received twice by the hosts")
                 } else {
