@@ -28,11 +28,13 @@
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
 //!   faster: probe, +1/32 in the first RTT, doubling each RTT up to +1/8,
-//!   and stop at the first queue (over half the headroom). An inflated RTT
-//!   (over 1/8) means it got slower, or longer: `drain` (only while the
-//!   window holds the sender back and not within four RTTs of a loss: a
-//!   queue behind a sender that is not held back, such as a congestion
-//!   window growing back after a loss, is not the window's).
+//!   and stop when the RTT inflates or the rate stops following the
+//!   window; beyond the trains' capacity, from +1/128 doubling up to
+//!   +1/32, stopping at the first queue (over a quarter of the headroom).
+//!   An inflated RTT (over 1/8) means it got slower, or longer: `drain`
+//!   (only while the window holds the sender back and not within four RTTs
+//!   of a loss: a queue behind a sender that is not held back, such as a
+//!   congestion window growing back after a loss, is not the window's).
 //! - `drain`: from one RTT in, `W` follows down the rate the busy
 //!   bottleneck delivers (read while the RTT is inflated and still
 //!   rising, outside loss recovery) x min-RTT. If the RTT comes down

@@ -143,13 +143,11 @@ impl Auto {
                 // 6.6 Mbit/s).
                 self.bound |= r.limited;
                 // Beyond the trains' capacity a probe from a known window
-                // creeps (no doubling) and stops at the first sign of a
-                // queue, which may hold no more than a tenth of the BDP.
-                // Below it, a queue that small is the window's own bursts
-                // (+4% read at half the path's rate) and says nothing.
-                let beyond = self
-                    .capacity
-                    .is_some_and(|c| self.window >= c * r.rt_prop.as_secs_f64());
+                // creeps (at most +1/32 per RTT) and stops at the first sign
+                // of a queue, which may hold no more than a tenth of the
+                // BDP. Below it, a queue that small is the window's own
+                // bursts (+4% read at half the path's rate) and says nothing.
+                let beyond = self.beyond_capacity(r);
                 // There it stops at a queue of a quarter of the headroom,
                 // and a probe that starts there grows +1/128 in its first
                 // RTT, doubling up to +1/32: from +1/32 and stopping at half
@@ -245,10 +243,7 @@ impl Auto {
                 let converted =
                     r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom / 2.0) * then;
                 if r.limited && r.empty && converted && settled {
-                    let beyond = self
-                        .capacity
-                        .is_some_and(|c| self.window >= c * r.rt_prop.as_secs_f64());
-                    let ramp = Ramp::Probe(if beyond {
+                    let ramp = Ramp::Probe(if self.beyond_capacity(r) {
                         PROBE_GAIN_BEYOND
                     } else {
                         PROBE_GAIN
@@ -394,6 +389,12 @@ impl Auto {
                 Decision::none()
             }
         }
+    }
+
+    /// Whether the window is at or beyond the trains' capacity x min-RTT.
+    fn beyond_capacity(&self, r: &Reading) -> bool {
+        self.capacity
+            .is_some_and(|c| self.window >= c * r.rt_prop.as_secs_f64())
     }
 
     /// Whether `r` falls in a loss episode: rates then show the recovery,

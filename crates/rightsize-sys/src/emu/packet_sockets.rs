@@ -60,10 +60,8 @@ pub fn of_process(pid: u32) -> io::Result<Vec<OwnedFd>> {
 pub struct Widened {
     /// Packet sockets found.
     pub sockets: usize,
-    /// The smallest receive buffer before, as the kernel reported it.
-    pub before: u64,
     /// The smallest receive buffer after, as the kernel reported it (the
-    /// kernel doubles what is asked, for its bookkeeping).
+    /// kernel doubles what is asked, for its bookkeeping); 0 with no socket.
     pub after: u64,
 }
 
@@ -73,20 +71,15 @@ pub struct Widened {
 pub fn widen(pid: u32, bytes: u64) -> io::Result<Widened> {
     let sockets = of_process(pid)?;
     let request = (bytes / 2).min(i32::MAX as u64 / 2) as libc::c_int;
-    let mut before = u64::MAX;
-    let mut after = u64::MAX;
+    let mut after: Option<u64> = None;
     for fd in &sockets {
-        before = before.min(get_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF)?.max(0) as u64);
         set_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, request)?;
-        after = after.min(get_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF)?.max(0) as u64);
-    }
-    if sockets.is_empty() {
-        (before, after) = (0, 0);
+        let kept = get_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF)?.max(0) as u64;
+        after = Some(after.map_or(kept, |a| a.min(kept)));
     }
     Ok(Widened {
         sockets: sockets.len(),
-        before,
-        after,
+        after: after.unwrap_or(0),
     })
 }
 

@@ -204,7 +204,7 @@ fn widen_ingress(pid: u32, bytes: u64) -> Option<u64> {
                 ));
             }
             Ok(_) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => break Err(format!("pidfd_getfd on Rattan (pid {pid}): {e}")),
+            Err(e) => break Err(format!("reading Rattan's sockets (pid {pid}): {e}")),
         }
     };
     match result {
