@@ -306,6 +306,35 @@ pub fn set_window_clamp(fd: impl AsFd, bytes: u32) -> Result<WindowClampApplied,
     set_clamp(fd, bytes, Target::Fd(fd.as_raw_fd()))
 }
 
+/// Sets `SO_MAX_PACING_RATE` to `bytes_per_second` and reads it back.
+///
+/// Besides capping the rate, the first call turns on TCP's own pacing
+/// (`sk_pacing_status` goes from none to needed, Linux 4.13 and later), so
+/// a window-limited sender spreads its bursts over time instead of sending
+/// them at line rate. `u64::MAX` lifts the cap (pacing stays on).
+pub fn set_max_pacing_rate(fd: impl AsFd, bytes_per_second: u64) -> Result<u64, SocketError> {
+    let fd = fd.as_fd();
+    let target = Target::Fd(fd.as_raw_fd());
+    let os = |call: &'static str| {
+        move |source| SocketError::Os {
+            call,
+            target,
+            source,
+        }
+    };
+    let value = bytes_per_second.to_ne_bytes();
+    set_bytes(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &value)
+        .map_err(os("setsockopt(SO_MAX_PACING_RATE)"))?;
+    let mut buf = [0u8; 8];
+    let len = get_bytes(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &mut buf)
+        .map_err(os("getsockopt(SO_MAX_PACING_RATE)"))?;
+    Ok(match len {
+        8 => u64::from_ne_bytes(buf),
+        4 => u64::from(u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]])),
+        _ => bytes_per_second,
+    })
+}
+
 /// Sets `TCP_CONGESTION` to `name` and reads it back.
 pub fn set_congestion(fd: impl AsFd, name: &str) -> Result<CongestionApplied, SocketError> {
     let fd = fd.as_fd();

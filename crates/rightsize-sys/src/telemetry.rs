@@ -244,6 +244,9 @@ struct Worker {
     /// The tuner set `TCP_WINDOW_CLAMP` on this connection: the clamp is
     /// its own, and raising `SO_RCVBUF` must not lift it.
     tuner_clamps: bool,
+    /// The pacing ceiling in force on the socket (`SO_MAX_PACING_RATE` as
+    /// read back), bits per second: this end's reports carry it.
+    pace_bps: Option<u64>,
     opened: Instant,
     last: Arc<Mutex<Option<Record>>>,
 }
@@ -294,6 +297,7 @@ impl Monitor {
             actions_failed: 0,
             last_control_rtt: None,
             tuner_clamps: false,
+            pace_bps: None,
             opened,
             last: Arc::clone(&last),
         };
@@ -461,7 +465,10 @@ impl Worker {
             return MAX_REPORT_EVERY;
         };
         if let Some(send) = self.tuning.as_mut().and_then(|t| t.to_peer.as_mut()) {
-            send(ToPeer::Info(PeerInfo::from_tcp_info(info)));
+            send(ToPeer::Info(PeerInfo {
+                pace_bps: self.pace_bps,
+                ..PeerInfo::from_tcp_info(info)
+            }));
         }
         Duration::from_micros(u64::from(info.rtt_us) / 2).clamp(MIN_REPORT_EVERY, MAX_REPORT_EVERY)
     }
@@ -513,7 +520,7 @@ impl Worker {
         let touches_socket = decision
             .actions
             .iter()
-            .any(|a| !matches!(a, Action::TellPeer(_)));
+            .any(|a| !matches!(a, Action::TellPeer(_) | Action::TellPeerPace(_)));
         let floor = if touches_socket {
             tcp_info::read(&self.socket).ok().map_or(0, |i| {
                 MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
@@ -525,6 +532,9 @@ impl Worker {
             let done = apply(&self.socket, *action, floor, tuning.to_peer.as_mut());
             if done.error.is_some() {
                 self.actions_failed += 1;
+            }
+            if let (Action::SetMaxPacingRate(_), Some(b)) = (action, done.applied_bytes) {
+                self.pace_bps = Some(b.saturating_mul(8));
             }
             applied.push(done);
         }
@@ -659,6 +669,8 @@ fn apply(
         Action::SetSndBuf(b) => ("set_sndbuf", b.get()),
         Action::SetWindowClamp(b) => ("set_window_clamp", b.get()),
         Action::TellPeer(b) => ("tell_peer", b.get()),
+        Action::SetMaxPacingRate(b) => ("set_max_pacing_rate", b.get()),
+        Action::TellPeerPace(b) => ("tell_peer_pace", b.get()),
     };
     let mut done = AppliedAction {
         action: name.to_owned(),
@@ -668,7 +680,10 @@ fn apply(
         raised_to_bytes: None,
         error: None,
     };
-    let is_socket = !matches!(action, Action::TellPeer(_));
+    let is_socket = matches!(
+        action,
+        Action::SetRcvBuf(_) | Action::SetSndBuf(_) | Action::SetWindowClamp(_)
+    );
     let bytes = if is_socket && bytes < floor {
         done.raised_to_bytes = Some(floor);
         floor
@@ -693,8 +708,18 @@ fn apply(
                 Err(e) => done.error = Some(e.to_string()),
             }
         }
-        Action::TellPeer(b) => match to_peer {
-            Some(send) => send(ToPeer::Size(b)),
+        Action::SetMaxPacingRate(_) => match socket::set_max_pacing_rate(socket, bytes) {
+            Ok(applied) => done.applied_bytes = Some(applied),
+            Err(e) => done.error = Some(e.to_string()),
+        },
+        Action::TellPeer(_) | Action::TellPeerPace(_) => match to_peer {
+            Some(send) => send(match action {
+                Action::TellPeerPace(b) => ToPeer::Info(PeerInfo {
+                    pace_bps: Some(b.get().saturating_mul(8)),
+                    ..PeerInfo::default()
+                }),
+                _ => ToPeer::Size(Bytes(bytes)),
+            }),
             None => {
                 done.error =
                     Some("the peer takes no sizes (not rightsize with OPTS RIGHTSIZE ON)".into());

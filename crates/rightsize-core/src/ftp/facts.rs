@@ -37,9 +37,11 @@ pub const MAX_FACTS: usize = 32;
 /// `sndbuf` (`tcpi_sndbuf_limited`, us), `rate` (`tcpi_delivery_rate`,
 /// bit/s), `minrtt` (`tcpi_min_rtt`, us), `rtt` (`tcpi_rtt`, us),
 /// `bretrans` (`tcpi_bytes_retrans`, bytes), `retrans`
-/// (`tcpi_total_retrans`, segments).
-pub const FACT_KEYS: [&str; 8] = [
-    "busy", "rwnd", "sndbuf", "rate", "minrtt", "rtt", "bretrans", "retrans",
+/// (`tcpi_total_retrans`, segments); and one that is not `TCP_INFO`:
+/// `pace` (the sender's `SO_MAX_PACING_RATE`, bit/s: asked for by a
+/// receiver, in force at a sender).
+pub const FACT_KEYS: [&str; 9] = [
+    "busy", "rwnd", "sndbuf", "rate", "minrtt", "rtt", "bretrans", "retrans", "pace",
 ];
 
 /// Why a fact list was refused. Each variant quotes the offending piece
@@ -133,6 +135,7 @@ pub fn encode_facts(info: &PeerInfo) -> String {
         info.rtt_us.map(u64::from),
         info.bytes_retrans,
         info.total_retrans_segs.map(u64::from),
+        info.pace_bps,
     ];
     let mut out = String::new();
     for (key, value) in FACT_KEYS.iter().zip(values) {
@@ -203,7 +206,8 @@ pub fn parse_facts(facts: &[u8]) -> Result<PeerInfo, FactsError> {
             4 => narrow(&mut info.min_rtt_us)?,
             5 => narrow(&mut info.rtt_us)?,
             6 => wide(&mut info.bytes_retrans),
-            _ => narrow(&mut info.total_retrans_segs)?,
+            7 => narrow(&mut info.total_retrans_segs)?,
+            _ => wide(&mut info.pace_bps),
         }
     }
     Ok(info)

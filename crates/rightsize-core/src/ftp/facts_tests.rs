@@ -12,6 +12,7 @@ fn full() -> PeerInfo {
         rtt_us: Some(21_000),
         bytes_retrans: Some(2896),
         total_retrans_segs: Some(2),
+        pace_bps: Some(210_000_000),
     }
 }
 
@@ -19,7 +20,7 @@ fn full() -> PeerInfo {
 fn encode_writes_every_known_key_in_order() {
     assert_eq!(
         encode_facts(&full()),
-        "busy=1200000;rwnd=300;sndbuf=0;rate=9400000000;minrtt=20100;rtt=21000;bretrans=2896;retrans=2"
+        "busy=1200000;rwnd=300;sndbuf=0;rate=9400000000;minrtt=20100;rtt=21000;bretrans=2896;retrans=2;pace=210000000"
     );
     assert_eq!(encode_facts(&PeerInfo::default()), "");
     let some = PeerInfo {

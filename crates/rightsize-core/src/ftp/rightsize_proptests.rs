@@ -48,6 +48,7 @@ pub(crate) fn peer_info() -> impl Strategy<Value = PeerInfo> {
                 rtt_us: rtt,
                 bytes_retrans: bretrans,
                 total_retrans_segs: retrans,
+                pace_bps: None,
             },
         )
 }

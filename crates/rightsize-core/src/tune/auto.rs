@@ -91,6 +91,26 @@ const MIN_WINDOW_SEGMENTS: u64 = 20;
 /// leaves it so), and each burst grows by what the window grew, into the
 /// bottleneck queue: this keeps them under a tenth of the BDP.
 const RAMP_LEAD: f64 = 1.0 / 18.0;
+/// A receiver asks a rightsize sender to pace at this much above the
+/// trains' capacity (or the best rate since, once the flow reaches the
+/// ceiling). Paced, the sender spreads what a growing window lets out
+/// instead of bursting it into the bottleneck queue, so once the sender
+/// says it paces, the window opens at once to the capacity's window.
+/// Measured on `shallow` (200 Mbit/s x 100 ms, queue 0.1 x BDP): opened at
+/// once without pacing, 123 segments lost and 114.9 Mbit/s; paced at
+/// 1.1 x the trains' 191 Mbit/s, none lost and 185.0 Mbit/s; paced at
+/// 1.1 x trains that read 2% high, 71 lost (1/32 above: none).
+const PACE_GAIN: f64 = 1.0 / 32.0;
+/// Behind a paced sender the window opens at once to this share of the
+/// capacity's window, and ramps on from there: trains read up to 8% high
+/// now and then, once 28% (80 sets of trains on the benchmark paths), and
+/// a window opened at once to such an estimate overflowed a queue of a
+/// tenth of the BDP (539 segments lost, measured). From here the ramp
+/// meets a queue before it can overflow one.
+const PACED_OPEN: f64 = 3.0 / 4.0;
+/// A sender's ceiling up to this much above the one asked for is taken
+/// as "paced" (the kernel keeps what it is given; this is rounding).
+const PACE_TOLERANCE: f64 = 1.0 / 64.0;
 /// Towards an estimate, an inflated RTT below this share of it is a
 /// burst, not the bottleneck: the ramp pauses.
 const RAMP_PAUSE_BELOW: f64 = 0.8;
@@ -221,6 +241,10 @@ struct Auto {
     loss_seen: Option<Duration>,
     random_losses: VecDeque<Duration>,
     told: Option<Bytes>,
+    /// The pacing ceiling asked of the sender, bytes per second.
+    pace_asked: Option<f64>,
+    /// Whether the sender said it paces at no more than that.
+    paced: bool,
 }
 
 impl Auto {
@@ -251,6 +275,8 @@ impl Auto {
             loss_seen: None,
             random_losses: VecDeque::new(),
             told: None,
+            pace_asked: None,
+            paced: false,
         }
     }
 
@@ -377,10 +403,93 @@ impl Auto {
             show_ms(rt_prop),
             show_bytes(Bytes(ceiling as u64))
         );
-        if self.window > ceiling {
-            return self.retarget(at, ceiling, reason);
+        let mut decision = if self.window > ceiling {
+            self.retarget(at, ceiling, reason)
+        } else {
+            Decision::note(self.state.name(), reason)
+        };
+        self.ask_pace(capacity, &mut decision);
+        self.open_paced(at, &mut decision);
+        decision
+    }
+
+    /// Behind a paced sender, opens the window at once to
+    /// [`PACED_OPEN`] of the capacity's window, if still starting below it.
+    fn open_paced(&mut self, at: Duration, decision: &mut Decision) {
+        let State::Startup {
+            ceiling: Some(ceiling),
+            ..
+        } = self.state
+        else {
+            return;
+        };
+        let open = PACED_OPEN * ceiling;
+        if !self.paced || self.window >= open {
+            return;
         }
-        Decision::note(self.state.name(), reason)
+        let reason = format!(
+            "the sender paces: the window opens at once to {} of the capacity's",
+            show_bytes(Bytes(open as u64))
+        );
+        let opened = self.retarget(at, open, reason);
+        decision.actions.extend(opened.actions);
+        match (decision.record.as_mut(), opened.record) {
+            (Some(record), Some(open)) => {
+                record.reason = format!("{}; {}", record.reason, open.reason);
+                record.requested = open.requested;
+            }
+            (None, open) => decision.record = open,
+            (_, None) => {}
+        }
+    }
+
+    /// Asks a rightsize sender to pace at [`PACE_GAIN`] above `rate`
+    /// (bytes per second), if that is above the ceiling asked before.
+    fn ask_pace(&mut self, rate: f64, decision: &mut Decision) {
+        if self.ctx.role != Role::Receiver || self.ctx.peer != Peer::Rightsize {
+            return;
+        }
+        let pace = rate * (1.0 + PACE_GAIN);
+        if self.pace_asked.is_some_and(|asked| pace <= asked) {
+            return;
+        }
+        self.pace_asked = Some(pace);
+        decision
+            .actions
+            .push(Action::TellPeerPace(bytes_capped(pace, Bytes(u64::MAX))));
+        let asked = format!("asked the sender to pace at {}", show_rate(pace));
+        match decision.record.as_mut() {
+            Some(record) => {
+                record.reason.push_str("; ");
+                record.reason.push_str(&asked);
+            }
+            None => {
+                decision.record = Some(DecisionRecord {
+                    state: self.state.name(),
+                    reason: asked,
+                    requested: Some(self.applied),
+                });
+            }
+        }
+    }
+
+    /// A report from a sender that paces at no more than asked: the
+    /// window need not open gradually from far below the capacity's.
+    fn on_pace(&mut self, at: Duration, bps: u64) -> Decision {
+        let Some(asked) = self.pace_asked else {
+            return Decision::none();
+        };
+        let pace = bps as f64 / 8.0;
+        if self.paced || pace > asked * (1.0 + PACE_TOLERANCE) {
+            return Decision::none();
+        }
+        self.paced = true;
+        let mut decision = Decision::note(
+            self.state.name(),
+            format!("the sender paces at {}", show_rate(pace)),
+        );
+        self.open_paced(at, &mut decision);
+        decision
     }
 
     fn read(&self, view: &View) -> Option<Reading> {
@@ -448,6 +557,14 @@ impl Auto {
                 } else {
                     self.steer(&r)
                 };
+                // A flow that reaches the ceiling may be held by it: raise
+                // it (the trains' estimate may be low).
+                if self
+                    .pace_asked
+                    .is_some_and(|asked| r.rate * (1.0 + PACE_GAIN / 2.0) >= asked)
+                {
+                    self.ask_pace(r.rate, &mut decision);
+                }
             }
         }
         if self.told.is_none() {
@@ -506,7 +623,11 @@ impl Tuner for Auto {
                     return Decision::note(self.state.name(), format!("peer report ignored: {e}"));
                 }
                 self.obs.peer(report);
-                self.use_capacity(report.at)
+                let decision = self.use_capacity(report.at);
+                match report.info.and_then(|i| i.pace_bps) {
+                    Some(bps) if decision.record.is_none() => self.on_pace(report.at, bps),
+                    _ => decision,
+                }
             }
             _ => Decision::none(),
         }

@@ -7,10 +7,18 @@
 //! it, enough for the bytes in flight and the unsent ones behind them),
 //! and grows by half whenever `tcpi_sndbuf_limited` shows the buffer
 //! stopped the sender while the receiver's window did not.
+//!
+//! When the receiver asks for a pacing ceiling (the `pace` fact, from its
+//! packet-train capacity estimate), the sender sets `SO_MAX_PACING_RATE`
+//! to it: the kernel then paces the flow, and a window that opens sends
+//! its new bytes at about the path's rate instead of as one line-rate
+//! burst into the bottleneck queue. The sender's own reports carry the
+//! ceiling in force, which tells the receiver it may open the window at
+//! once.
 
 use std::time::Duration;
 
-use super::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, micros, scaled, show_bytes};
+use super::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, micros, scaled, show_bytes, show_rate};
 use super::{Action, Context, Decision, Event, Inputs, PeerReport, Sample, Setup, Tuner};
 use crate::units::Bytes;
 
@@ -44,6 +52,8 @@ pub struct Follower {
     rtt: Option<Duration>,
     last_sample: Option<Duration>,
     last_change: Duration,
+    /// The pacing ceiling asked for and set, bits per second.
+    pace: Option<u64>,
 }
 
 impl Follower {
@@ -58,6 +68,7 @@ impl Follower {
             rtt: None,
             last_sample: None,
             last_change: Duration::ZERO,
+            pace: None,
         }
     }
 
@@ -81,6 +92,21 @@ impl Follower {
             return Decision::note(self.state(), format!("peer report ignored: {e}"));
         }
         self.last_peer = Some(*report);
+        if let Some(bps) = report.info.and_then(|i| i.pace_bps)
+            && self.pace != Some(bps)
+        {
+            self.pace = Some(bps);
+            let ceiling = Bytes(bps / 8);
+            return Decision::act(
+                self.state(),
+                vec![Action::SetMaxPacingRate(ceiling)],
+                ceiling,
+                format!(
+                    "receiver asks for a pacing ceiling of {}: paced",
+                    show_rate(ceiling.get() as f64)
+                ),
+            );
+        }
         let Some(told) = report.size else {
             return Decision::none();
         };

@@ -79,6 +79,10 @@ pub struct Memory {
     /// The latest sample's time, and when a loss was last seen.
     now: Duration,
     last_loss: Option<Duration>,
+    /// The kernel's receive-window growth (`rcv_ssthresh`) last seen, and
+    /// whether it grew in the latest sample.
+    ssthresh: Option<u64>,
+    opening: bool,
 }
 
 impl Memory {
@@ -95,6 +99,8 @@ impl Memory {
             held_since: None,
             now: Duration::ZERO,
             last_loss: None,
+            ssthresh: None,
+            opening: false,
         }
     }
 
@@ -105,6 +111,23 @@ impl Memory {
         if view.loss {
             self.last_loss = Some(view.at);
         }
+        if let Some(now) = view.rcv_ssthresh {
+            self.opening = self.ssthresh.is_some_and(|before| now > before);
+            self.ssthresh = Some(now);
+        }
+    }
+
+    /// No loss in this sample or the [`SHRINK_AFTER_RTTS`] before it: the
+    /// out-of-order segments of a recovery no longer hold the buffer.
+    fn quiet(&self, view: &View) -> bool {
+        let wait = view
+            .rtt
+            .unwrap_or_default()
+            .saturating_mul(SHRINK_AFTER_RTTS);
+        !view.loss
+            && self
+                .last_loss
+                .is_none_or(|loss| self.now.saturating_sub(loss) >= wait)
     }
 
     /// The `SO_RCVBUF` (receiver) or `SO_SNDBUF` (sender) request that
@@ -260,10 +283,16 @@ impl Memory {
                     // not shrink yet; after a loss, out-of-order segments
                     // hold the buffer. Neither shows the ratio (measured:
                     // 0.72 and then 0.25 "learnt" in one loss episode).
-                    .filter(|&rcv_wnd| rcv_wnd <= w * (1.0 + CLAMP_TOLERANCE) && !view.loss)
+                    .filter(|&rcv_wnd| rcv_wnd <= w * (1.0 + CLAMP_TOLERANCE) && self.quiet(view))
                 {
                     let seen = rcv_wnd / buffer;
-                    let limited = settled && rcv_wnd < MEMORY_LIMITED * w;
+                    // While the kernel still opens the window towards the
+                    // clamp (`rcv_ssthresh` grew since the last sample),
+                    // the window is that growth's, not the memory's
+                    // (measured: a window opened at once read 0.303 per
+                    // byte a few RTTs in, and the buffer became 3.6 x the
+                    // BDP); memory stops that growth where it caps.
+                    let limited = settled && !self.opening && rcv_wnd < MEMORY_LIMITED * w;
                     let in_range = (MIN_RATIO..=MAX_RATIO).contains(&seen);
                     if in_range && (limited || seen > self.ratio) {
                         self.ratio = seen;

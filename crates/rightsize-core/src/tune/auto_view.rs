@@ -54,6 +54,9 @@ pub struct View {
     pub loss: bool,
     /// The window this end advertises (`tcpi_rcv_wnd`), bytes.
     pub rcv_wnd: Option<u64>,
+    /// Where the kernel's receive-window growth is (`tcpi_rcv_ssthresh`),
+    /// bytes: the window opens towards the clamp as data arrives.
+    pub rcv_ssthresh: Option<u64>,
     /// The buffers and clamp as read back, if they could be read.
     pub buffers: Option<BufferReading>,
     /// Bytes in flight (`tcpi_unacked x tcpi_snd_mss`) on a sender.
@@ -244,9 +247,11 @@ impl Observer {
         self.delivered.push(sample.at, delivered)?;
         let mut loss = std::mem::take(&mut self.pending_loss);
         let mut rcv_wnd = None;
+        let mut rcv_ssthresh = None;
         let mut inflight = None;
         if let Some(info) = info {
             rcv_wnd = info.rcv_wnd_bytes.map(u64::from);
+            rcv_ssthresh = Some(u64::from(info.rcv_ssthresh_bytes)).filter(|&b| b > 0);
             match self.role {
                 Role::Sender => {
                     inflight = Some(u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes));
@@ -298,6 +303,7 @@ impl Observer {
             sndbuf_share: fresh.and_then(|s| s.sndbuf_share),
             loss,
             rcv_wnd,
+            rcv_ssthresh,
             buffers: sample.buffers,
             inflight,
         })

@@ -19,6 +19,10 @@ use crate::units::Bytes;
 /// any single TCP stream today (the fastest NICs are 800 Gbit/s).
 pub const MAX_PLAUSIBLE_RATE_BPS: u64 = 1_000_000_000_000;
 
+/// The lowest pacing ceiling a peer may ask for, bits per second: 64
+/// kbit/s, a slow modem's rate. Below it a sender would all but stop.
+pub const MIN_PLAUSIBLE_PACE_BPS: u64 = 64_000;
+
 /// The longest RTT a peer may report: 30 s, far beyond a geostationary
 /// hop (about 0.6 s) and TCP's own initial RTO backoff.
 pub const MAX_PLAUSIBLE_RTT: Duration = Duration::from_secs(30);
@@ -130,6 +134,10 @@ pub struct PeerInfo {
     pub bytes_retrans: Option<u64>,
     /// `tcpi_total_retrans`, segments.
     pub total_retrans_segs: Option<u32>,
+    /// The sender's pacing ceiling (`SO_MAX_PACING_RATE`), bits per second:
+    /// from a receiver, the ceiling it asks the sending peer to set; from a
+    /// sender, the one in force on its data socket. Not a `TCP_INFO` field.
+    pub pace_bps: Option<u64>,
 }
 
 impl PeerInfo {
@@ -144,6 +152,7 @@ impl PeerInfo {
             rtt_us: (info.rtt_us > 0).then_some(info.rtt_us),
             bytes_retrans: info.bytes_retrans,
             total_retrans_segs: Some(info.total_retrans_segs),
+            pace_bps: None,
         }
     }
 }
@@ -172,10 +181,19 @@ pub enum PeerReportError {
         /// The size reported, bytes.
         bytes: u64,
     },
-    /// A delivery rate beyond anything a TCP stream carries.
-    #[error("peer delivery rate {bps} bit/s is above {MAX_PLAUSIBLE_RATE_BPS} bit/s")]
+    /// A delivery rate or pacing ceiling beyond anything a TCP stream
+    /// carries.
+    #[error("peer {field} {bps} bit/s is above {MAX_PLAUSIBLE_RATE_BPS} bit/s")]
     RateImplausible {
+        /// Which field: `delivery rate` or `pacing ceiling`.
+        field: &'static str,
         /// The rate reported, bits per second.
+        bps: u64,
+    },
+    /// A pacing ceiling too low to carry a transfer.
+    #[error("peer pacing ceiling {bps} bit/s is below {MIN_PLAUSIBLE_PACE_BPS} bit/s")]
+    PaceTooLow {
+        /// The ceiling reported, bits per second.
         bps: u64,
     },
     /// An RTT of zero.
@@ -230,11 +248,16 @@ impl PeerReport {
         let Some(info) = self.info else {
             return Ok(());
         };
-        if let Some(bps) = info
-            .delivery_rate_bps
-            .filter(|&r| r > MAX_PLAUSIBLE_RATE_BPS)
-        {
-            return Err(PeerReportError::RateImplausible { bps });
+        for (field, rate) in [
+            ("delivery rate", info.delivery_rate_bps),
+            ("pacing ceiling", info.pace_bps),
+        ] {
+            if let Some(bps) = rate.filter(|&r| r > MAX_PLAUSIBLE_RATE_BPS) {
+                return Err(PeerReportError::RateImplausible { field, bps });
+            }
+        }
+        if let Some(bps) = info.pace_bps.filter(|&p| p < MIN_PLAUSIBLE_PACE_BPS) {
+            return Err(PeerReportError::PaceTooLow { bps });
         }
         for (field, value) in [("min_rtt", info.min_rtt_us), ("rtt", info.rtt_us)] {
             match value.map(u64::from) {

@@ -63,8 +63,8 @@ pub use auto::INITIAL_WINDOW;
 pub use fixed::STOCK_BUFFER;
 pub use held::{CLAMP_CHECK_INTERVAL, Held};
 pub use input::{
-    Event, MAX_PLAUSIBLE_RATE_BPS, MAX_PLAUSIBLE_RTT, PeerInfo, PeerReport, PeerReportError,
-    RttMeasurement, Sample, TrainProbe, UdpProbeReport,
+    Event, MAX_PLAUSIBLE_RATE_BPS, MAX_PLAUSIBLE_RTT, MIN_PLAUSIBLE_PACE_BPS, PeerInfo, PeerReport,
+    PeerReportError, RttMeasurement, Sample, TrainProbe, UdpProbeReport,
 };
 pub use sobas::TRAINS;
 pub use spec::{
@@ -208,6 +208,14 @@ pub enum Action {
     /// in-transfer `SBUF`, seed 000 section 3.5): the receive window this
     /// end offers, so that a sending peer keeps its send buffer in step.
     TellPeer(Bytes),
+    /// `setsockopt(SO_MAX_PACING_RATE)` with this ceiling, bytes per second
+    /// (the kernel's unit). Setting it also turns on the kernel's own
+    /// pacing, so a window-limited sender spreads the bursts a growing
+    /// window would send at line rate.
+    SetMaxPacingRate(Bytes),
+    /// Ask the sending peer for this pacing ceiling, bytes per second (the
+    /// `pace` fact of an `RINF` or a `RIGHTSIZE INFO` notice, in bit/s).
+    TellPeerPace(Bytes),
 }
 
 /// Why a tuner did what it did, for the telemetry file.

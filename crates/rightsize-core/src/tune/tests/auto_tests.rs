@@ -315,6 +315,7 @@ fn sender_info(busy_ms: u64, rwnd_ms: u64, retrans: u64) -> PeerInfo {
         rtt_us: Some(100_000),
         bytes_retrans: Some(retrans),
         total_retrans_segs: Some(0),
+        pace_bps: None,
     }
 }
 
@@ -510,6 +511,7 @@ fn slow_start_info(busy_ms: u64, rwnd_ms: u64, rate_mbps: u64, rtt_ms: u32) -> P
         rtt_us: Some(rtt_ms * 1000),
         bytes_retrans: Some(0),
         total_retrans_segs: Some(0),
+        pace_bps: None,
     }
 }
 
@@ -647,6 +649,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
         sndbuf_share: None,
         loss,
         rcv_wnd: None,
+        rcv_ssthresh: None,
         buffers: Some(BufferReading {
             rcvbuf_bytes: 4 << 20,
             sndbuf_bytes: 0,

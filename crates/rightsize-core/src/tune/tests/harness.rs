@@ -192,6 +192,7 @@ fn receiver_sample(flow: &Flow) -> Sample {
             snd_mss_bytes: MSS as u32,
             rcv_rtt_us: us(flow.srtt),
             rcv_wnd_bytes: Some(flow.advertised() as u32),
+            rcv_ssthresh_bytes: flow.rcv_ssthresh() as u32,
             bytes_received: Some(flow.received as u64),
             rcv_ooopack: Some(flow.ooo_packets as u32),
             ..TcpInfoSample::default()

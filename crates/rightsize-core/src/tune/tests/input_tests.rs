@@ -21,6 +21,7 @@ fn info() -> PeerInfo {
         rtt_us: Some(104_000),
         bytes_retrans: Some(0),
         total_retrans_segs: Some(0),
+        pace_bps: None,
     }
 }
 

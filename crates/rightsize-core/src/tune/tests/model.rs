@@ -269,6 +269,11 @@ impl Flow {
     }
 
     /// The window the receiver advertises now.
+    /// `tcpi_rcv_ssthresh`: where the window's growth is.
+    pub fn rcv_ssthresh(&self) -> f64 {
+        self.rcv_ssthresh
+    }
+
     pub fn advertised(&self) -> f64 {
         (self.rcvbuf * self.ratio)
             .min(self.clamp)

@@ -110,6 +110,7 @@ fn event(rng: &mut Rng, at_us: &mut u64, bytes: &mut u64) -> Event {
                 rtt_us: edge(rng).map(|v| v.min(u64::from(u32::MAX)) as u32),
                 bytes_retrans: edge(rng),
                 total_retrans_segs: Some(small(rng)),
+                pace_bps: edge(rng),
             }),
             size: (rng.next_f64() < 0.5).then(|| Bytes(pick(rng, &EDGES))),
         }),
@@ -141,7 +142,8 @@ fn no_input_makes_a_tuner_panic_or_ask_beyond_the_limits() {
                                 Action::SetRcvBuf(b) => *b <= l.rmem_max,
                                 Action::SetSndBuf(b) => *b <= l.wmem_max,
                                 Action::SetWindowClamp(b) => b.get() <= u64::from(u32::MAX),
-                                Action::TellPeer(b) => b.get() > 0,
+                                Action::TellPeer(b) | Action::TellPeerPace(b) => b.get() > 0,
+                                Action::SetMaxPacingRate(b) => b.get() > 0,
                             };
                             assert!(ok, "{spec} {role:?} {peer:?} seed {seed}: {action:?}");
                         }
