@@ -275,9 +275,11 @@ pub struct DecisionLine {
 /// One action of a decision and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedAction {
-    /// `set_rcvbuf`, `set_sndbuf`, `set_window_clamp` or `tell_peer`.
+    /// `set_rcvbuf`, `set_sndbuf`, `set_window_clamp`, `tell_peer`,
+    /// `set_max_pacing_rate` or `tell_peer_pace`.
     pub action: String,
-    /// The size asked for, bytes.
+    /// The size asked for, bytes (for the two pacing actions, bytes per
+    /// second).
     pub requested_bytes: u64,
     /// What the kernel reports afterwards (for the buffers about twice the
     /// request), bytes; absent for `tell_peer` and on error.

@@ -460,3 +460,24 @@ fn connect_and_bind_errors_name_the_call_and_address() {
     assert!(err.to_string().starts_with("connect on fd "), "{err}");
     assert!(err.to_string().contains(&refusing.to_string()), "{err}");
 }
+
+#[test]
+fn a_pacing_ceiling_reads_back_and_holds_the_sender_to_it() {
+    let (client, accepted) = pair(&BufferRequest::default(), &BufferRequest::default());
+    // 16 MB/s (128 Mbit/s): loopback moves hundreds of times more unpaced.
+    let ceiling = 16_000_000;
+    assert_eq!(
+        socket::set_max_pacing_rate(&client, ceiling).unwrap(),
+        ceiling
+    );
+    let (_, elapsed) = transfer(&client, accepted, 4 * MIB, Duration::ZERO);
+    let rate = (4 * MIB) as f64 / elapsed.as_secs_f64();
+    eprintln!("4 MiB paced at {ceiling} B/s: {rate:.0} B/s in {elapsed:?}");
+    // Linux paces from the 10th segment on, so the first few go at once.
+    assert!(rate < 2.0 * ceiling as f64, "{rate:.0} B/s");
+    assert_eq!(
+        socket::set_max_pacing_rate(&client, u64::MAX).unwrap(),
+        u64::MAX,
+        "lifted"
+    );
+}

@@ -168,6 +168,13 @@ fn the_extension_carries_reports_and_sizes_both_ways() {
         "no notice reached the client: {report}"
     );
     assert_eq!(report["tuning"]["ignored"], serde_json::json!([]));
+    // The receiving client asked for a pacing ceiling from its trains, and
+    // the sending server set it on its data socket.
+    let paced = std::fs::read_dir(&telemetry)
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .any(|text| text.contains("\"action\":\"set_max_pacing_rate\""));
+    assert!(paced, "the server never paced");
     // An upload: the sending client reports with RINF; each is answered.
     let put = rightsize(&[
         "put",

@@ -80,9 +80,9 @@ pub struct Memory {
     now: Duration,
     last_loss: Option<Duration>,
     /// The kernel's receive-window growth (`rcv_ssthresh`) last seen, and
-    /// whether it grew in the latest sample.
+    /// when it last grew.
     ssthresh: Option<u64>,
-    opening: bool,
+    ssthresh_grew: Option<Duration>,
 }
 
 impl Memory {
@@ -100,7 +100,7 @@ impl Memory {
             now: Duration::ZERO,
             last_loss: None,
             ssthresh: None,
-            opening: false,
+            ssthresh_grew: None,
         }
     }
 
@@ -112,7 +112,9 @@ impl Memory {
             self.last_loss = Some(view.at);
         }
         if let Some(now) = view.rcv_ssthresh {
-            self.opening = self.ssthresh.is_some_and(|before| now > before);
+            if self.ssthresh.is_some_and(|before| now > before) {
+                self.ssthresh_grew = Some(view.at);
+            }
             self.ssthresh = Some(now);
         }
     }
@@ -287,12 +289,16 @@ impl Memory {
                 {
                     let seen = rcv_wnd / buffer;
                     // While the kernel still opens the window towards the
-                    // clamp (`rcv_ssthresh` grew since the last sample),
-                    // the window is that growth's, not the memory's
-                    // (measured: a window opened at once read 0.303 per
-                    // byte a few RTTs in, and the buffer became 3.6 x the
-                    // BDP); memory stops that growth where it caps.
-                    let limited = settled && !self.opening && rcv_wnd < MEMORY_LIMITED * w;
+                    // clamp (`rcv_ssthresh` grew within the last RTT and a
+                    // half: slow start's flights arrive once per RTT), the
+                    // window is that growth's, not the memory's (measured:
+                    // a window opened at once read 0.303 per byte a few
+                    // RTTs in, and the buffer became 3.6 x the BDP);
+                    // memory stops that growth where it caps.
+                    let opening = self.ssthresh_grew.zip(view.rtt).is_some_and(|(at, rtt)| {
+                        view.at.saturating_sub(at) < rtt.saturating_mul(3) / 2
+                    });
+                    let limited = settled && !opening && rcv_wnd < MEMORY_LIMITED * w;
                     let in_range = (MIN_RATIO..=MAX_RATIO).contains(&seen);
                     if in_range && (limited || seen > self.ratio) {
                         self.ratio = seen;

@@ -34,12 +34,11 @@ impl Ramp {
         }
     }
 
-    /// The ramp after `rtts` (at most 1) RTTs of growth.
-    pub(super) fn after(self, rtts: f64) -> Ramp {
+    /// The ramp after `rtts` (at most 1) RTTs of growth; a probe's gain
+    /// doubles per RTT up to `most`.
+    pub(super) fn after(self, rtts: f64, most: f64) -> Ramp {
         match self {
-            Ramp::Probe(gain) => {
-                Ramp::Probe((gain * 2f64.powf(rtts.clamp(0.0, 1.0))).min(PROBE_GAIN_MAX))
-            }
+            Ramp::Probe(gain) => Ramp::Probe((gain * 2f64.powf(rtts.clamp(0.0, 1.0))).min(most)),
             other => other,
         }
     }
@@ -187,10 +186,17 @@ impl Auto {
                 if !r.limited {
                     return Decision::none();
                 }
-                let ramp = match ramp.after(rtts) {
-                    Ramp::Probe(gain) if beyond => Ramp::Probe(gain.min(PROBE_GAIN)),
-                    next => next,
+                // Beyond the trains' capacity a probe creeps; below it,
+                // behind a paced sender (whose bursts the pacing spreads),
+                // it may grow faster than a bursting one.
+                let most = if beyond {
+                    PROBE_GAIN
+                } else if self.paced {
+                    PACED_PROBE_GAIN_MAX
+                } else {
+                    PROBE_GAIN_MAX
                 };
+                let ramp = ramp.after(rtts, most);
                 let ramped = ramp.grow(self.window, rtts);
                 self.state = State::Startup { ceiling, ramp };
                 match ceiling {
@@ -250,7 +256,7 @@ impl Auto {
                     });
                     self.state = State::Startup {
                         ceiling: None,
-                        ramp: ramp.after(1.0 / SAMPLES_PER_RTT),
+                        ramp: ramp.after(1.0 / SAMPLES_PER_RTT, PROBE_GAIN_MAX),
                     };
                     self.last_growth = r.at;
                     return self.retarget(

@@ -451,6 +451,39 @@ fn a_sender_with_a_rightsize_peer_follows_and_never_holds_the_flow_back() {
 }
 
 #[test]
+fn a_following_sender_paces_at_the_ceiling_the_receiver_asks_for() {
+    let mut auto = tuner("auto", Role::Sender, Peer::Rightsize);
+    let asked = |at_ms, bps| {
+        Event::Peer(PeerReport {
+            at: ms(at_ms),
+            info: Some(PeerInfo {
+                pace_bps: Some(bps),
+                ..PeerInfo::default()
+            }),
+            size: None,
+        })
+    };
+    let d = auto.on_event(&asked(10, 200_000_000));
+    assert_eq!(d.actions, vec![Action::SetMaxPacingRate(Bytes(25_000_000))]);
+    assert!(
+        d.record
+            .unwrap()
+            .reason
+            .contains("pacing ceiling of 200 Mbit/s")
+    );
+    // The same ceiling again (each report of the receiver may carry it).
+    assert!(auto.on_event(&asked(20, 200_000_000)).actions.is_empty());
+    // An absurd one is ignored with its reason; the ceiling stays.
+    let d = auto.on_event(&asked(30, 8));
+    assert!(d.actions.is_empty());
+    assert!(d.record.unwrap().reason.contains("peer report ignored"));
+    assert_eq!(
+        auto.on_event(&asked(40, 206_000_000)).actions,
+        vec![Action::SetMaxPacingRate(Bytes(25_750_000))]
+    );
+}
+
+#[test]
 fn a_sender_on_its_own_steers_with_the_send_buffer() {
     let auto = tuner("auto", Role::Sender, Peer::Other);
     let setup = auto.setup();
@@ -707,9 +740,11 @@ fn memory_comes_down_two_rtts_after_the_window_and_never_during_a_loss() {
 #[test]
 fn at_the_trains_capacity_it_does_not_probe_but_below_a_low_estimate_it_does() {
     // Trains 2% low: the full window with no queue is the knee. Probing on
-    // from there overflowed the 0.1 x BDP queue on the emulated path.
+    // from there overflowed the 0.1 x BDP queue on the emulated path, with
+    // a sender that does not pace (bursts of the opening window).
     let mut close = Scenario::benchmark("auto", 0.1);
     close.trains = Some(0.98);
+    close.pacing = false;
     let o = run(&close);
     assert!(
         !o.log
@@ -740,5 +775,95 @@ fn at_the_trains_capacity_it_does_not_probe_but_below_a_low_estimate_it_does() {
         o.goodput >= 0.9 * low.path.payload_rate(),
         "{:.1}",
         mbps(o.goodput)
+    );
+}
+
+#[test]
+fn a_paced_sender_lets_the_window_open_at_once_and_nothing_is_lost() {
+    // Behind a sender that takes the pacing ceiling asked for, the window
+    // opens at once to 3/4 of the trains' window: a faster startup than
+    // the gradual ramp an unpaced sender needs, on the shallow queue too,
+    // and with trains that read 3% high.
+    for (queue, trains) in [(0.1, 1.0), (1.0, 1.0), (0.1, 1.03), (0.1, 0.97)] {
+        let mut paced = Scenario::benchmark("auto", queue);
+        paced.trains = Some(trains);
+        let mut bursting = paced.clone();
+        bursting.pacing = false;
+        let (p, b) = (run(&paced), run(&bursting));
+        let case = format!("queue {queue} x BDP, trains x{trains}");
+        assert!(
+            p.log
+                .iter()
+                .any(|l| l.role == Role::Receiver && l.reason.contains("the window opens at once")),
+            "{case}: the window did not open"
+        );
+        assert!(
+            !b.log.iter().any(|l| l.reason.contains("the sender paces")),
+            "{case}: a sender that does not pace read as paced"
+        );
+        assert_eq!(p.retrans_bytes, 0.0, "{case}");
+        assert!(
+            p.goodput > b.goodput,
+            "{case}: paced {:.1} vs bursting {:.1} Mbit/s",
+            mbps(p.goodput),
+            mbps(b.goodput)
+        );
+        assert!(p.peak_rcvbuf <= 2.0 * wire_bdp(&paced), "{case}");
+    }
+}
+
+#[test]
+fn the_receiver_asks_for_pacing_once_and_raises_it_only_when_the_flow_reaches_it() {
+    // Trains 15% low: the ceiling first asked holds the flow, and is
+    // raised as the flow reaches it, until the path's rate fits.
+    let mut low = Scenario::benchmark("auto", 1.0);
+    low.trains = Some(0.85);
+    let o = run(&low);
+    let asked: Vec<f64> = o
+        .log
+        .iter()
+        .filter(|l| l.role == Role::Receiver)
+        .flat_map(|l| l.actions.iter())
+        .filter_map(|a| match a {
+            Action::TellPeerPace(b) => Some(b.get() as f64 * 8.0),
+            _ => None,
+        })
+        .collect();
+    assert!(asked.len() >= 2, "{asked:?}");
+    assert!(asked.windows(2).all(|w| w[1] > w[0]), "{asked:?}");
+    let rate = low.path.payload_rate() * 8.0;
+    assert!(asked[0] < rate, "{asked:?}");
+    assert!(asked.last().is_some_and(|&last| last > rate), "{asked:?}");
+    assert!(
+        o.goodput >= 0.93 * low.path.payload_rate(),
+        "{:.1}",
+        mbps(o.goodput)
+    );
+}
+
+#[test]
+fn one_train_read_far_too_fast_does_not_raise_the_capacity() {
+    let mut auto = receiver();
+    auto.on_event(&control_rtt(0, 100));
+    // Four trains at 200 Mbit/s (48 packets of 1,500 bytes in 2.82 ms),
+    // one whose packets came in a batch.
+    let train = |at_ms, dispersion_us| {
+        Event::Train(TrainProbe {
+            at: ms(at_ms),
+            bytes: 47 * 1500,
+            dispersion: std::time::Duration::from_micros(dispersion_us),
+        })
+    };
+    let mut last = None;
+    for (i, dispersion_us) in [2_820, 2_830, 100, 2_810, 2_820].into_iter().enumerate() {
+        last = Some(auto.on_event(&train(10 + 10 * i as u64, dispersion_us)));
+    }
+    let reason = last
+        .and_then(|d| d.record)
+        .map(|r| r.reason)
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("capacity 193."),
+        "the median of the five, as payload: {reason}"
     );
 }

@@ -47,6 +47,9 @@ pub struct Scenario {
     pub trains: Option<f64>,
     pub udp_probes: bool,
     pub control_rtt_every: f64,
+    /// The sender takes the pacing ceiling it is asked for (a rightsize
+    /// peer of this version).
+    pub pacing: bool,
 }
 
 impl Scenario {
@@ -73,6 +76,7 @@ impl Scenario {
             trains: Some(1.0),
             udp_probes: true,
             control_rtt_every: 1.0,
+            pacing: true,
         }
     }
 }
@@ -387,9 +391,10 @@ pub fn run(scenario: &Scenario) -> Outcome {
         }
         if scenario.rightsize_peer && now >= next_report {
             next_report += REPORT_EVERY;
-            let info = sender_sample(&flow)
-                .tcp_info
-                .map(|i| PeerInfo::from_tcp_info(&i));
+            let info = sender_sample(&flow).tcp_info.map(|i| PeerInfo {
+                pace_bps: flow.pace.map(|p| (p * 8.0) as u64),
+                ..PeerInfo::from_tcp_info(&i)
+            });
             post(
                 &mut pending,
                 Pending {
@@ -404,8 +409,17 @@ pub fn run(scenario: &Scenario) -> Outcome {
             );
         }
         for (role, mut event) in events {
-            if let Event::Peer(report) = &mut event {
-                report.at = secs(now);
+            match &mut event {
+                Event::Peer(report) => report.at = secs(now),
+                // Read when delivered, as the driver does: an earlier
+                // event of this tick may have changed the sockets.
+                Event::Sample(sample) => {
+                    *sample = match role {
+                        Role::Receiver => receiver_sample(&flow),
+                        Role::Sender => sender_sample(&flow),
+                    };
+                }
+                _ => {}
             }
             let tuner: &mut dyn Tuner = match role {
                 Role::Receiver => &mut *rx,
@@ -475,6 +489,22 @@ fn deliver(
             (Role::Receiver, Action::SetRcvBuf(b)) => flow.set_rcvbuf(b.get() as f64),
             (Role::Receiver, Action::SetWindowClamp(c)) => flow.set_clamp(c.get() as f64),
             (Role::Sender, Action::SetSndBuf(b)) => flow.set_sndbuf(b.get() as f64),
+            (Role::Sender, Action::SetMaxPacingRate(b)) => flow.pace = Some(b.get() as f64),
+            (Role::Receiver, Action::TellPeerPace(b)) if scenario.sizes && scenario.pacing => post(
+                pending,
+                Pending {
+                    at: flow.now + flow.path.base_rtt / 2.0,
+                    to: Role::Sender,
+                    event: Event::Peer(PeerReport {
+                        at: Duration::ZERO,
+                        info: Some(PeerInfo {
+                            pace_bps: Some(b.get().saturating_mul(8)),
+                            ..PeerInfo::default()
+                        }),
+                        size: None,
+                    }),
+                },
+            ),
             (_, Action::TellPeer(size)) if scenario.sizes => {
                 let (to, delay) = match role {
                     Role::Receiver => (Role::Sender, flow.path.base_rtt / 2.0),

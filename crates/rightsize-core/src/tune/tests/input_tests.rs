@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::host::HostSettings;
 use crate::tcpinfo::TcpInfoSample;
-use crate::tune::input::{MAX_PLAUSIBLE_RATE_BPS, PeerReportError};
+use crate::tune::input::{MAX_PLAUSIBLE_RATE_BPS, MIN_PLAUSIBLE_PACE_BPS, PeerReportError};
 use crate::tune::meter::{MeterError, RateMeter, WindowRatio, WindowedMax, bytes_capped, rate};
 use crate::tune::{Limits, PeerInfo, PeerReport};
 use crate::units::Bytes;
@@ -57,6 +57,34 @@ fn absurd_sizes_rates_and_rtts_are_refused() {
         report(Some(fast), None).check(None),
         Err(PeerReportError::RateImplausible { .. })
     ));
+    for (pace, refused) in [
+        (MIN_PLAUSIBLE_PACE_BPS - 1, true),
+        (MIN_PLAUSIBLE_PACE_BPS, false),
+        (MAX_PLAUSIBLE_RATE_BPS, false),
+        (MAX_PLAUSIBLE_RATE_BPS + 1, true),
+    ] {
+        let asked = PeerInfo {
+            pace_bps: Some(pace),
+            ..PeerInfo::default()
+        };
+        assert_eq!(
+            report(Some(asked), None).check(None).is_err(),
+            refused,
+            "pace {pace}"
+        );
+    }
+    assert_eq!(
+        report(
+            Some(PeerInfo {
+                pace_bps: Some(0),
+                ..PeerInfo::default()
+            }),
+            None
+        )
+        .check(None)
+        .map_err(|e| e.to_string()),
+        Err("peer pacing ceiling 0 bit/s is below 64000 bit/s".to_owned())
+    );
     for (rtt, min_rtt) in [(Some(0), Some(1)), (Some(1), Some(0))] {
         let zero = PeerInfo {
             rtt_us: rtt,

@@ -16,7 +16,10 @@
 //! as Linux does. Buffers follow Linux: requests doubled and capped at
 //! `rmem_max`/`wmem_max`; untouched ones autotuned (a simplified
 //! `tcp_rcv_space_adjust`, which also raises the clamp, and send buffers of
-//! two congestion windows up to `tcp_wmem[2]`).
+//! two congestion windows up to `tcp_wmem[2]`). Unpaced, the sender sends
+//! all its window lets out in one tick (a line-rate burst); with a pacing
+//! ceiling (`SO_MAX_PACING_RATE`) it sends at most that rate's bytes per
+//! tick, as Linux's internal pacing does, with no credit for idle time.
 
 use std::collections::VecDeque;
 
@@ -186,6 +189,10 @@ pub struct Flow {
     /// Whether the queue overflowed since the UDP probes last looked (a
     /// probe then would have been lost too).
     pub overflowed_since_probe: bool,
+    /// The sender's pacing ceiling, payload bytes per second, and the
+    /// bytes it may still send this tick.
+    pub pace: Option<f64>,
+    pace_credit: f64,
 }
 
 impl Flow {
@@ -241,6 +248,8 @@ impl Flow {
             ooo_packets: 0.0,
             space_mark: (0.0, 0.0, 0.0),
             overflowed_since_probe: false,
+            pace: None,
+            pace_credit: 0.0,
         }
     }
 
@@ -462,8 +471,16 @@ impl Flow {
         let window = self.sender_window();
         let capacity = self.send_capacity();
         let allowed = self.cwnd.min(window).min(capacity);
-        let room = (allowed - self.inflight).max(0.0);
+        let mut room = (allowed - self.inflight).max(0.0);
+        if let Some(pace) = self.pace {
+            // No credit for idle time: at most one segment carries over.
+            self.pace_credit = (self.pace_credit + pace * TICK).min(pace * TICK + MSS);
+            room = room.min(self.pace_credit);
+        }
         let bytes = (room / MSS).floor() * MSS;
+        if self.pace.is_some() {
+            self.pace_credit -= bytes;
+        }
         if bytes > 0.0 {
             if self.sndbuf_req.is_none() {
                 self.sndbuf = (2.0 * self.cwnd * SEND_TRUESIZE)
