@@ -517,10 +517,7 @@ impl Worker {
             return;
         };
         let mut applied = Vec::with_capacity(decision.actions.len());
-        let touches_socket = decision
-            .actions
-            .iter()
-            .any(|a| !matches!(a, Action::TellPeer(_) | Action::TellPeerPace(_)));
+        let touches_socket = decision.actions.iter().copied().any(sizes_socket);
         let floor = if touches_socket {
             tcp_info::read(&self.socket).ok().map_or(0, |i| {
                 MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
@@ -680,11 +677,7 @@ fn apply(
         raised_to_bytes: None,
         error: None,
     };
-    let is_socket = matches!(
-        action,
-        Action::SetRcvBuf(_) | Action::SetSndBuf(_) | Action::SetWindowClamp(_)
-    );
-    let bytes = if is_socket && bytes < floor {
+    let bytes = if sizes_socket(action) && bytes < floor {
         done.raised_to_bytes = Some(floor);
         floor
     } else {
@@ -712,21 +705,36 @@ fn apply(
             Ok(applied) => done.applied_bytes = Some(applied),
             Err(e) => done.error = Some(e.to_string()),
         },
-        Action::TellPeer(_) | Action::TellPeerPace(_) => match to_peer {
-            Some(send) => send(match action {
-                Action::TellPeerPace(b) => ToPeer::Info(PeerInfo {
-                    pace_bps: Some(b.get().saturating_mul(8)),
-                    ..PeerInfo::default()
-                }),
-                _ => ToPeer::Size(Bytes(bytes)),
-            }),
-            None => {
-                done.error =
-                    Some("the peer takes no sizes (not rightsize with OPTS RIGHTSIZE ON)".into());
-            }
-        },
+        Action::TellPeer(b) => done.error = tell(to_peer, ToPeer::Size(b)),
+        Action::TellPeerPace(b) => {
+            let ceiling = PeerInfo {
+                pace_bps: Some(b.get().saturating_mul(8)),
+                ..PeerInfo::default()
+            };
+            done.error = tell(to_peer, ToPeer::Info(ceiling));
+        }
     }
     done
+}
+
+/// Whether `action` sizes the socket (a buffer or the window clamp), and
+/// so is raised to the connection's floor of a few segments.
+fn sizes_socket(action: Action) -> bool {
+    matches!(
+        action,
+        Action::SetRcvBuf(_) | Action::SetSndBuf(_) | Action::SetWindowClamp(_)
+    )
+}
+
+/// Sends `message` to the peer; the error to record if it takes none.
+fn tell(to_peer: Option<&mut Box<dyn FnMut(ToPeer) + Send>>, message: ToPeer) -> Option<String> {
+    match to_peer {
+        Some(send) => {
+            send(message);
+            None
+        }
+        None => Some("the peer takes no sizes (not rightsize with OPTS RIGHTSIZE ON)".into()),
+    }
 }
 
 /// Writes `value` as one JSON line and flushes.

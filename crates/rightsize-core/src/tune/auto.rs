@@ -102,7 +102,7 @@ const RAMP_LEAD: f64 = 1.0 / 18.0;
 /// trains' capacity (or the best rate since, once the flow reaches the
 /// ceiling). Paced, the sender spreads what a growing window lets out
 /// instead of bursting it into the bottleneck queue, so once the sender
-/// says it paces, the window opens at once to the capacity's window.
+/// says it paces, the window opens at once ([`PACED_OPEN`]).
 /// Measured on `shallow` (200 Mbit/s x 100 ms, queue 0.1 x BDP): opened at
 /// once without pacing, 123 segments lost and 114.9 Mbit/s; paced at
 /// 1.1 x the trains' 191 Mbit/s, none lost and 185.0 Mbit/s; paced at
@@ -445,16 +445,7 @@ impl Auto {
             "the sender paces: the window opens at once to {} of the capacity's",
             show_bytes(Bytes(open as u64))
         );
-        let opened = self.retarget(at, open, reason);
-        decision.actions.extend(opened.actions);
-        match (decision.record.as_mut(), opened.record) {
-            (Some(record), Some(open)) => {
-                record.reason = format!("{}; {}", record.reason, open.reason);
-                record.requested = open.requested;
-            }
-            (None, open) => decision.record = open,
-            (_, None) => {}
-        }
+        decision.and(self.retarget(at, open, reason));
     }
 
     /// Asks a rightsize sender to pace at [`PACE_GAIN`] above `rate`
@@ -468,23 +459,20 @@ impl Auto {
             return;
         }
         self.pace_asked = Some(pace);
-        decision
-            .actions
-            .push(Action::TellPeerPace(bytes_capped(pace, Bytes(u64::MAX))));
-        let asked = format!("asked the sender to pace at {}", show_rate(pace));
-        match decision.record.as_mut() {
-            Some(record) => {
-                record.reason.push_str("; ");
-                record.reason.push_str(&asked);
-            }
-            None => {
-                decision.record = Some(DecisionRecord {
-                    state: self.state.name(),
-                    reason: asked,
-                    requested: Some(self.applied),
-                });
-            }
-        }
+        let (state, reason) = (
+            self.state.name(),
+            format!("asked the sender to pace at {}", show_rate(pace)),
+        );
+        let actions = vec![Action::TellPeerPace(bytes_capped(pace, Bytes(u64::MAX)))];
+        // Alone, it names the window in force; added to another record,
+        // it leaves that record's size as it was.
+        decision.and(match decision.record {
+            Some(_) => Decision {
+                actions,
+                ..Decision::note(state, reason)
+            },
+            None => Decision::act(state, actions, self.applied, reason),
+        });
     }
 
     /// A report from a sender that paces at no more than asked: the

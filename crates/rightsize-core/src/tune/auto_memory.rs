@@ -122,14 +122,14 @@ impl Memory {
     /// No loss in this sample or the [`SHRINK_AFTER_RTTS`] before it: the
     /// out-of-order segments of a recovery no longer hold the buffer.
     fn quiet(&self, view: &View) -> bool {
-        let wait = view
-            .rtt
-            .unwrap_or_default()
-            .saturating_mul(SHRINK_AFTER_RTTS);
-        !view.loss
-            && self
-                .last_loss
-                .is_none_or(|loss| self.now.saturating_sub(loss) >= wait)
+        !view.loss && self.no_loss_for(view.rtt.unwrap_or_default())
+    }
+
+    /// No loss seen in the last [`SHRINK_AFTER_RTTS`] of `rtt`.
+    fn no_loss_for(&self, rtt: Duration) -> bool {
+        let wait = rtt.saturating_mul(SHRINK_AFTER_RTTS);
+        self.last_loss
+            .is_none_or(|loss| self.now.saturating_sub(loss) >= wait)
     }
 
     /// The `SO_RCVBUF` (receiver) or `SO_SNDBUF` (sender) request that
@@ -190,11 +190,8 @@ impl Memory {
         let (Some(since), Some(rtt)) = (self.held_since, rtt) else {
             return false;
         };
-        let wait = rtt.saturating_mul(SHRINK_AFTER_RTTS);
-        let quiet = self
-            .last_loss
-            .is_none_or(|loss| self.now.saturating_sub(loss) >= wait);
-        self.now.saturating_sub(since) >= wait && quiet
+        self.now.saturating_sub(since) >= rtt.saturating_mul(SHRINK_AFTER_RTTS)
+            && self.no_loss_for(rtt)
     }
 
     /// What to set once connected, for the first window.

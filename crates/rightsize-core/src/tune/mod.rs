@@ -275,6 +275,21 @@ impl Decision {
             }),
         }
     }
+
+    /// Appends `other`: its actions after these, its reason after this
+    /// one's (joined by `; `); the size asked for stays this record's if
+    /// it names one. Without a record of its own, this takes `other`'s.
+    pub fn and(&mut self, other: Decision) {
+        self.actions.extend(other.actions);
+        match (self.record.as_mut(), other.record) {
+            (Some(record), Some(more)) => {
+                record.reason = format!("{}; {}", record.reason, more.reason);
+                record.requested = record.requested.or(more.requested);
+            }
+            (None, more) => self.record = more,
+            (Some(_), None) => {}
+        }
+    }
 }
 
 /// A socket-buffer tuner for one end of one data connection.
