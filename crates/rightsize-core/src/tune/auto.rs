@@ -110,7 +110,7 @@ const RAMP_LEAD: f64 = 1.0 / 18.0;
 const PACE_GAIN: f64 = 1.0 / 32.0;
 /// Behind a paced sender the window opens at once to this share of the
 /// capacity's window, and ramps on from there: of 80 sets of trains on
-/// the benchmark paths (summed over the five, before the median), 7 read
+/// the benchmark paths (summed over the five, before the median), 6 read
 /// 3 to 8% high and one 28%, and a window opened at once to that one
 /// overflowed a queue of a tenth of the BDP (539 segments lost, measured).
 /// From here the ramp meets a queue before it can overflow one.
@@ -376,11 +376,12 @@ impl Auto {
         self.train_rates
             .push(bytes as f64 / dispersion.as_secs_f64());
         if self.train_rates.len() == TRAINS {
-            // The median: one train the emulator (or a NIC) delivered in a
-            // batch reads far too fast, and in the sum of bytes over the
-            // sum of dispersions it raised the estimate 28% (247 Mbit/s on
-            // a 193 Mbit/s path, measured; a paced startup then overflowed
-            // a queue of a tenth of the BDP).
+            // The median: one train the emulator (or a NIC) delivers in a
+            // batch reads far too fast. The sum of bytes over the sum of
+            // dispersions once read 28% high (247 Mbit/s on a 193 Mbit/s
+            // path, measured; most likely such a train, as one fully
+            // compressed train of five raises the sum about 25%), and a
+            // paced startup then overflowed a queue of a tenth of the BDP.
             self.train_rates.sort_by(f64::total_cmp);
             let ip_rate = self.train_rates[TRAINS / 2];
             let mss = self.ctx.limits.mss.get() as f64;
