@@ -1,4 +1,4 @@
-//! rightsize's FTP driver: runs the core's I/O-free FTP sessions over real
+//! rightsize's FTP driver: runs rightsize-ftp-proto's I/O-free FTP sessions over real
 //! sockets and files. [`server`] is `rightsize serve`: a thread per control
 //! connection, data connections made by `rightsize_sys::socket` so every
 //! buffer request is applied before the handshake and read back. [`client`]

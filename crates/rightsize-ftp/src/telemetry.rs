@@ -10,9 +10,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rightsize_core::telemetry::{Direction, Header, Role};
-use rightsize_core::write_size::WriteSize;
 use rightsize_sys::telemetry::TelemetryOut;
+use rightsize_tune::telemetry::{Direction, Header, Role};
+use rightsize_tune::write_size::WriteSize;
 
 /// Why a telemetry file could not be started.
 #[derive(Debug, thiserror::Error)]

@@ -4,11 +4,11 @@
 
 use std::net::SocketAddr;
 
-use rightsize_core::tune::{Context, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
-use rightsize_core::units::Bytes;
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::BufferRequest;
 use rightsize_sys::telemetry::Inbox;
+use rightsize_tune::units::Bytes;
+use rightsize_tune::{Context, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
 
 /// The tuner `spec` names, for this end of a data connection; the limits
 /// are the host's `/proc/sys` values as they are now.

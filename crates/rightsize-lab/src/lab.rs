@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use rightsize_core::units::Bytes;
+use rightsize_tune::units::Bytes;
 
 use crate::layout::{LabInfo, RUNS_JSONL};
 use crate::run::budget::{self, RunSize};

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, bail};
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::Bytes;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::units::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// Plots a scenario may ask for (see [`Plot`]).

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rightsize_core::units::Bytes;
+use rightsize_tune::units::Bytes;
 
 use crate::lab::{self, ScenarioFile};
 use crate::scenario::Checked;
@@ -180,7 +180,7 @@ holds_at_least = 3.0
         .collect();
     // 100 Mbit/s x 2.5 ms = 31,250 bytes: 22 segments of 1,448 = 31,856;
     // x 12 ms = 150,000: 104 segments = 150,592 (seed 004 section 7.1).
-    let sized = |b: u64| rightsize_core::tune::TunerSpec::Static(Bytes(b)).to_string();
+    let sized = |b: u64| rightsize_tune::TunerSpec::Static(Bytes(b)).to_string();
     assert_eq!(
         tunes,
         [

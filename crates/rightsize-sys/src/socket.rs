@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use libc::{c_int, socklen_t};
 
-use rightsize_core::host::SysctlKey;
+use rightsize_tune::host::SysctlKey;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 

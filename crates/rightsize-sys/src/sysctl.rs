@@ -6,7 +6,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use rightsize_core::host::{HostSettings, SysctlKey};
+use rightsize_tune::host::{HostSettings, SysctlKey};
 
 /// A sysctl that could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use std::io;
 use std::mem::{offset_of, size_of};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
-use rightsize_core::tcpinfo::{TcpInfoSample, bytes_per_sec_to_bps};
+use rightsize_tune::tcpinfo::{TcpInfoSample, bytes_per_sec_to_bps};
 
 /// Linux 6.18's `struct tcp_info` (`include/uapi/linux/tcp.h`), field for field.
 ///
@@ -424,7 +424,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let s = read(&client).unwrap();
-        assert_eq!(s.state, rightsize_core::tcpinfo::TCP_STATE_ESTABLISHED);
+        assert_eq!(s.state, rightsize_tune::tcpinfo::TCP_STATE_ESTABLISHED);
         // 6.18 or newer fills all 280 bytes we ask for.
         assert!(s.info_len_bytes >= offset_of!(tcp_info, tcpi_total_rto_time) + 4);
         assert!(s.rcv_wnd_bytes.is_some() && s.total_rto.is_some());

@@ -31,15 +31,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rightsize_core::tcpinfo::TcpInfoSample;
-use rightsize_core::telemetry::{
+use rightsize_tune::tcpinfo::TcpInfoSample;
+use rightsize_tune::telemetry::{
     self, AppliedAction, BufferReading, BufferStats, BufferSummary, DecisionLine, Header,
     IntervalError, Record, RecordKind, Recorder,
 };
-use rightsize_core::tune::{
+use rightsize_tune::units::Bytes;
+use rightsize_tune::{
     Action, Decision, Event, PeerInfo, PeerReport, RttMeasurement, Sample, Settings, Tuner,
 };
-use rightsize_core::units::Bytes;
 use serde::Serialize;
 
 use crate::{socket, tcp_info};

@@ -12,13 +12,13 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rightsize_core::cross::{IpVersion, OnOff, PlanError, UdpPlan};
-use rightsize_core::host::SysctlKey;
-use rightsize_core::units::{BitRate, Bytes};
+use rightsize_path::cross::{IpVersion, OnOff, PlanError, UdpPlan};
 use rightsize_sys::cross::{
     self, CrossError, Sink, SinkReport, TcpConfig, TcpSources, UdpConfig, UdpSource,
 };
 use rightsize_sys::sysctl;
+use rightsize_tune::host::SysctlKey;
+use rightsize_tune::units::{BitRate, Bytes};
 
 const KIB: u64 = 1024;
 

@@ -9,12 +9,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rightsize_core::probe::wire::HEADER_BYTES;
-use rightsize_core::probe::{
+use rightsize_path::probe::wire::HEADER_BYTES;
+use rightsize_path::probe::{
     DEFAULT_TRAIN_PACKETS, Echo, Message, Probe, TrainPacket, TrainRequest,
 };
-use rightsize_core::tune::{Event, TRAINS};
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions, Responder, Timestamps};
+use rightsize_tune::{Event, TRAINS};
 
 const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 

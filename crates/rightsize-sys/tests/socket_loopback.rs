@@ -17,9 +17,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rightsize_core::host::SysctlKey;
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 use rightsize_sys::{sysctl, tcp_info};
+use rightsize_tune::host::SysctlKey;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;

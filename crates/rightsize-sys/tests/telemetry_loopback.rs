@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rightsize_core::telemetry::{Direction, Header, RecordKind, Role};
 use rightsize_sys::telemetry::{Monitor, TelemetryError, TelemetryOut};
+use rightsize_tune::telemetry::{Direction, Header, RecordKind, Role};
 
 const TOTAL_BYTES: u64 = 50_000_000;
 const CHUNK_BYTES: usize = 64 * 1024;

@@ -11,10 +11,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rightsize_core::telemetry::{Direction, Header, Role};
-use rightsize_core::tune::{Action, Decision, Event, Inputs, PeerInfo, Settings, Setup, Tuner};
-use rightsize_core::units::Bytes;
 use rightsize_sys::telemetry::{Monitor, TelemetryOut, ToPeer, Tuning};
+use rightsize_tune::telemetry::{Direction, Header, Role};
+use rightsize_tune::units::Bytes;
+use rightsize_tune::{Action, Decision, Event, Inputs, PeerInfo, Settings, Setup, Tuner};
 
 #[derive(Clone, Default)]
 struct Shared(Arc<Mutex<Vec<u8>>>);

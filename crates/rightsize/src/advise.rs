@@ -1,15 +1,15 @@
-//! `rightsize advise`: prints the advice of `rightsize_core::advice` and,
-//! with `--check`, the verdict of `rightsize_core::check` on this host.
+//! `rightsize advise`: prints the advice of `rightsize_tune::advice` and,
+//! with `--check`, the verdict of `rightsize_tune::check` on this host.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rightsize_core::advice::{self, Advice, BufferAnswer, OsAdvice, PathSummary};
-use rightsize_core::bdp::{self, PathParams};
-use rightsize_core::check::{self, Buffering, HostCheck, Side};
-use rightsize_core::host::HostSettings;
-use rightsize_core::units::{BitRate, Bytes, human_duration, human_rate};
+use rightsize_tune::advice::{self, Advice, BufferAnswer, OsAdvice, PathSummary};
+use rightsize_tune::bdp::{self, PathParams};
+use rightsize_tune::check::{self, Buffering, HostCheck, Side};
+use rightsize_tune::host::HostSettings;
+use rightsize_tune::units::{BitRate, Bytes, human_duration, human_rate};
 use serde::Serialize;
 
 use crate::cli::AdviseArgs;

@@ -1,15 +1,15 @@
 //! Command-line definitions. Step one of two: validate what the user typed
-//! (units are parsed here, by `rightsize_core::units`); resolving against the
+//! (units are parsed here, by `rightsize_tune::units`); resolving against the
 //! system happens in each command's module.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rightsize_core::advice::Os;
-use rightsize_core::bdp::DEFAULT_MSS;
-use rightsize_core::passwd;
-use rightsize_core::units::{self, BitRate, Bytes};
+use rightsize_ftp_proto::passwd;
+use rightsize_tune::advice::Os;
+use rightsize_tune::bdp::DEFAULT_MSS;
+use rightsize_tune::units::{self, BitRate, Bytes};
 
 pub use crate::transfer::{GetArgs, PutArgs};
 
@@ -210,7 +210,7 @@ mod tests {
     /// The help's range is the parser's: one constant, printed as typed.
     #[test]
     fn write_size_help_states_the_parsers_limit() {
-        use rightsize_core::write_size::MAX_WRITE_SIZE_BYTES;
+        use rightsize_tune::write_size::MAX_WRITE_SIZE_BYTES;
         let limit = format!("1 to {}", Bytes(MAX_WRITE_SIZE_BYTES));
         let mut cli = Cli::command();
         for name in ["serve", "put"] {

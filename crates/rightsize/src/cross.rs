@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand};
-use rightsize_core::cross::{DEFAULT_UDP_PAYLOAD, OnOff, check_flows};
-use rightsize_core::units::{self, BitRate, Bytes};
+use rightsize_path::cross::{DEFAULT_UDP_PAYLOAD, OnOff, check_flows};
 use rightsize_sys::cross::{
     self, Sink, SinkReport, TcpConfig, TcpReport, TcpSources, UdpConfig, UdpReport, UdpSource,
 };
 use rightsize_sys::signals::{self, StopSignals, Stopped};
+use rightsize_tune::units::{self, BitRate, Bytes};
 use serde::Serialize;
 
 pub const CROSS_ABOUT: &str = "\

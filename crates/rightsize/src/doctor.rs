@@ -1,7 +1,7 @@
 //! `rightsize doctor`: pings the server, runs two short tests (the kernel's
 //! autotuning on both ends, then rightsize's `auto`), reads both ends'
 //! `TCP_INFO` and settings, and prints the verdict of
-//! `rightsize_core::diagnose::verdict` with its numbers and fixes.
+//! `rightsize_tune::diagnose::verdict` with its numbers and fixes.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -10,15 +10,15 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use rightsize_core::diagnose::rtt::RttStats;
-use rightsize_core::diagnose::verdict::{
+use rightsize_ftp::client::{self, BenchDirection, Options, PingOptions};
+use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_sys::signals::StopSignals;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::diagnose::rtt::RttStats;
+use rightsize_tune::diagnose::verdict::{
     self, DoctorFacts, End, RunFacts, Verdict, second_half_goodput,
 };
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::{BitRate, human_rate};
-use rightsize_core::url::FtpUrl;
-use rightsize_ftp::client::{self, BenchDirection, Options, PingOptions};
-use rightsize_sys::signals::StopSignals;
+use rightsize_tune::units::{BitRate, human_rate};
 use serde_json::json;
 
 use crate::ping::{Talk, ping_json};
@@ -277,7 +277,7 @@ fn test_line(test: &TestRun) -> String {
     let r = &test.bench.report;
     let s = test.sender_tcp();
     let share = |l: Option<u64>| {
-        s.and_then(|s| rightsize_core::diagnose::tcp::TcpSummary::share(l, s.busy_time_us))
+        s.and_then(|s| rightsize_tune::diagnose::tcp::TcpSummary::share(l, s.busy_time_us))
             .map_or_else(|| "n/a".to_owned(), |x| format!("{:.0}%", x * 100.0))
     };
     format!(

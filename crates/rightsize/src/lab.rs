@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rightsize_core::units::Bytes;
 use rightsize_lab::lab::{self, Planned, ScenarioFile};
 use rightsize_lab::layout::{REPORT_DIR, SCREENSHOT_PNG};
 use rightsize_lab::report::rendered::{
@@ -19,6 +18,7 @@ use rightsize_lab::report::{self, browser};
 use rightsize_lab::run::record::RunRecord;
 use rightsize_lab::run::runner::run_line;
 use rightsize_sys::signals::StopSignals;
+use rightsize_tune::units::Bytes;
 
 pub const LAB_ABOUT: &str = "\
 Reproduce the seeds' experiments on emulated paths: each scenario (a TOML file; built-in ones in \

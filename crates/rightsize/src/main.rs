@@ -1,6 +1,6 @@
 //! The `rightsize` binary: argument parsing and printing, nothing else.
 //!
-//! Every decision is made in `rightsize-core`; every system call is made in
+//! Every decision is made in the pure crates (`rightsize-tune`, `rightsize-ftp-proto`, `rightsize-path`); every system call is made in
 //! `rightsize-sys`. Exit codes: 0 success, 1 a failure while running, 2 bad
 //! input (a one-line message that quotes it and shows an accepted form).
 
@@ -83,7 +83,7 @@ fn usage_error(err: clap::Error) -> ExitCode {
             // A URL error already quotes the input, with its password hidden;
             // clap's line would repeat the input with the password.
             let url_error = std::error::Error::source(&err)
-                .and_then(|e| e.downcast_ref::<rightsize_core::url::UrlError>());
+                .and_then(|e| e.downcast_ref::<rightsize_ftp_proto::url::UrlError>());
             if let Some(url_error) = url_error {
                 eprintln!("error: {url_error}");
                 return ExitCode::from(2);

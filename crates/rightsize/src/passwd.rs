@@ -1,5 +1,5 @@
 //! `rightsize passwd`: adds, changes or deletes a user in the FTP server's
-//! user file (`rightsize_core::passwd`).
+//! user file (`rightsize_ftp_proto::passwd`).
 //!
 //! The file is never half-written: the new text goes to a temporary file in
 //! the same directory, which is synced and then renamed over the old one
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rightsize_core::passwd::{self, SALT_BYTES, UserDb};
-use rightsize_core::session::Access;
+use rightsize_ftp_proto::passwd::{self, SALT_BYTES, UserDb};
+use rightsize_ftp_proto::session::Access;
 
 use crate::cli::PasswdArgs;
 

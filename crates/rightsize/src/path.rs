@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rightsize_core::path::fidelity::{self, Fidelity, Measured};
-use rightsize_core::path::{CrossSpec, PathSpec, Side};
+use rightsize_path::fidelity::{self, Fidelity, Measured};
+use rightsize_path::{CrossSpec, PathSpec, Side};
 use rightsize_sys::emu::{self, EmulatedPath, Record, UpOptions, counters};
 
 pub const PATH_ABOUT: &str = "\
@@ -402,13 +402,13 @@ fn run_show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if args.config {
-        let files = rightsize_core::path::rattan::config(&spec, "/run/rightsize/paths/NAME");
+        let files = rightsize_path::rattan::config(&spec, "/run/rightsize/paths/NAME");
         println!("\n# rattan.toml\n{}", files.config);
         for (name, text) in files.traces {
             println!("# {name}\n{text}");
         }
         for side in [Side::Left, Side::Right] {
-            match rightsize_core::path::netem::plan(&spec, side) {
+            match rightsize_path::netem::plan(&spec, side) {
                 Ok(plan) => {
                     println!("# netem, {} host", side.name());
                     for command in plan.setup {

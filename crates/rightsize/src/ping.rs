@@ -1,6 +1,6 @@
 //! `rightsize ping`: round trips over the FTP control connection, printed
 //! as ping(8) prints them, or as JSON. The numbers come from
-//! `rightsize_ftp::client::ping` and `rightsize_core::diagnose::rtt`.
+//! `rightsize_ftp::client::ping` and `rightsize_tune::diagnose::rtt`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use rightsize_core::diagnose::rtt::{RttStats, loss_percent};
-use rightsize_core::url::FtpUrl;
 use rightsize_ftp::client::{self, Options, PingOptions, PingProbe, PingReport};
+use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals::StopSignals;
+use rightsize_tune::diagnose::rtt::{RttStats, loss_percent};
 use serde_json::json;
 
 use crate::target::parse_target;

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rightsize_core::passwd::UserDb;
-use rightsize_core::session::bench::{NULL_DIR, ZERO_DIR};
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::{self, Bytes};
-use rightsize_core::write_size::WriteSize;
 use rightsize_ftp::server::{self, Server, ServerConfig};
+use rightsize_ftp_proto::passwd::UserDb;
+use rightsize_ftp_proto::session::bench::{NULL_DIR, ZERO_DIR};
 use rightsize_sys::socket::BufferRequest;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::units::{self, Bytes};
+use rightsize_tune::write_size::WriteSize;
 
 pub const SERVE_ABOUT: &str = "\
 An FTP server (RFC 959 with FEAT, EPSV/EPRT, MLSD/MLST, SIZE, MDTM, REST STREAM, and GridFTP's \

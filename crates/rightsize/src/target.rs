@@ -3,7 +3,7 @@
 //! URL for a login other than anonymous. The port is 21 unless given, as in
 //! `ftp://` URLs.
 
-use rightsize_core::url::FtpUrl;
+use rightsize_ftp_proto::url::FtpUrl;
 
 /// Reads a server argument; an error quotes it and shows the accepted forms.
 pub fn parse_target(input: &str) -> Result<FtpUrl, String> {

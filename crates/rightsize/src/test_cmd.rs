@@ -16,15 +16,15 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use rightsize_core::diagnose::tcp::TcpSummary;
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::{Bytes, human_duration, human_rate};
-use rightsize_core::url::FtpUrl;
 use rightsize_ftp::client::{
     self, BenchDirection, BenchLimit, BenchPlan, BenchReport, ClientError, Observer, Options,
     Progress,
 };
+use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals::StopSignals;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::diagnose::tcp::TcpSummary;
+use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde::Serialize;
 use serde_json::{Value, json};
 

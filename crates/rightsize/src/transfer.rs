@@ -17,17 +17,17 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use rightsize_core::units::{self, Bytes, UnitError};
-use rightsize_core::url::FtpUrl;
-use rightsize_core::write_size::WriteSize;
 use rightsize_ftp::client::{
     self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, Direction, Options, Output, Report,
     TelemetryFile,
 };
+use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::socket::BufferRequest;
+use rightsize_tune::units::{self, Bytes, UnitError};
+use rightsize_tune::write_size::WriteSize;
 
 use crate::transfer_output::{Console, summary_json, summary_text};
-use rightsize_core::tune::TunerSpec;
+use rightsize_tune::TunerSpec;
 use std::collections::BTreeMap;
 
 /// `rightsize get`.

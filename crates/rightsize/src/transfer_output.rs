@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use rightsize_core::tcpinfo::TcpInfoSample;
-use rightsize_core::units::{Bytes, human_duration, human_rate};
 use rightsize_ftp::client::{Direction, Observer, Progress, Report};
 use rightsize_sys::socket::{Applied, BufferApplied};
+use rightsize_tune::tcpinfo::TcpInfoSample;
+use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde_json::{Value, json};
 
 use crate::transfer::TransferArgs;
@@ -397,7 +397,7 @@ pub fn summary_json(report: &Report) -> Value {
 /// The command line, with the password of any URL replaced by `****`.
 pub fn argv_without_passwords() -> Vec<String> {
     std::env::args()
-        .map(|arg| match rightsize_core::url::FtpUrl::parse(&arg) {
+        .map(|arg| match rightsize_ftp_proto::url::FtpUrl::parse(&arg) {
             Ok(url) if !url.password().is_empty() && arg.contains('@') => url.to_string(),
             _ => arg,
         })

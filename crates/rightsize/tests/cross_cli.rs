@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rightsize_core::cross::{DEFAULT_UDP_PAYLOAD, IpVersion, UdpPlan};
-use rightsize_core::units::BitRate;
+use rightsize_path::cross::{DEFAULT_UDP_PAYLOAD, IpVersion, UdpPlan};
+use rightsize_tune::units::BitRate;
 use serde_json::Value;
 
 /// The longest any child may run.

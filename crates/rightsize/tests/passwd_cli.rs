@@ -1,5 +1,5 @@
 //! End-to-end tests of `rightsize passwd`: the real binary with the password
-//! on stdin, the file it writes read back with `rightsize_core::passwd`, and
+//! on stdin, the file it writes read back with `rightsize_ftp_proto::passwd`, and
 //! its exit codes and messages.
 
 use std::io::Write as _;
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rightsize_core::passwd::UserDb;
-use rightsize_core::session::Access;
+use rightsize_ftp_proto::passwd::UserDb;
+use rightsize_ftp_proto::session::Access;
 
 /// A few iterations keep the debug binary fast; one test checks the default.
 const TEST_ITERATIONS: &str = "100";
@@ -215,7 +215,7 @@ fn passwd_uses_the_default_iterations() {
     let text = std::fs::read_to_string(&file).expect("read");
     let expected = format!(
         "carol:rw:pbkdf2-sha256${}$",
-        rightsize_core::passwd::DEFAULT_ITERATIONS
+        rightsize_ftp_proto::passwd::DEFAULT_ITERATIONS
     );
     assert!(text.starts_with(&expected), "{text}");
 }

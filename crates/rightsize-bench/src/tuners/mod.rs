@@ -42,8 +42,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use rightsize_core::path::{RateSpec, Side};
-use rightsize_core::units::{Bytes, human_duration};
+use rightsize_path::{RateSpec, Side};
+use rightsize_tune::units::{Bytes, human_duration};
 
 use rightsize_lab::run::budget::{self, Basis, RunSize};
 use rightsize_lab::run::paths::LoadedPath;

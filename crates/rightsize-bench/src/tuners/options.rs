@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::{Context, bail};
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::Bytes;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::units::Bytes;
 
 use super::USAGE;
 

@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rightsize_core::path::PathSpec;
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::units::Bytes;
+use rightsize_path::PathSpec;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::units::Bytes;
 use serde_json::json;
 
 use rightsize_lab::run::budget::{self, Basis};
@@ -390,13 +390,13 @@ fn the_committed_paths_are_the_issues() {
     }
     let shallow = LoadedPath::load("shallow").expect("shallow");
     assert_eq!(
-        shallow.spec.queue_limit(rightsize_core::path::Side::Right),
-        rightsize_core::path::QueueLimit::Bytes(250_000)
+        shallow.spec.queue_limit(rightsize_path::Side::Right),
+        rightsize_path::QueueLimit::Bytes(250_000)
     );
     let changing = LoadedPath::load("changing").expect("changing");
     assert!(matches!(
         changing.spec.downlink.rate,
-        rightsize_core::path::RateSpec::Steps(ref s) if s.len() == 2
+        rightsize_path::RateSpec::Steps(ref s) if s.len() == 2
     ));
     // Each run's copy parses and runs the server on the right host.
     let copy = changing.for_run(&["serve".to_owned()]).expect("run spec");

@@ -17,13 +17,13 @@
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
-use rightsize_core::ftp::Command;
-use rightsize_core::ftp::command::SiteOther;
-use rightsize_core::ftp::{Capability, Token};
-use rightsize_core::host::HostSettings;
-use rightsize_core::tune::{Role, TunerSpec};
-use rightsize_core::url::FtpUrl;
-use rightsize_core::write_size::WriteSize;
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::command::SiteOther;
+use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_ftp_proto::{Capability, Token};
+use rightsize_tune::host::HostSettings;
+use rightsize_tune::write_size::WriteSize;
+use rightsize_tune::{Role, TunerSpec};
 
 use super::control::arg;
 use super::error::ClientError;
@@ -185,7 +185,7 @@ fn site(sub: &str, arg_text: Option<&str>) -> Result<Command, ClientError> {
         Some(a) => format!("{sub} {a}"),
         None => sub.to_owned(),
     };
-    let name = Token::new(rightsize_core::ftp::rightsize::EXTENSION).map_err(|source| {
+    let name = Token::new(rightsize_ftp_proto::rightsize::EXTENSION).map_err(|source| {
         ClientError::Argument {
             what: "SITE name",
             source,
@@ -201,7 +201,7 @@ fn site(sub: &str, arg_text: Option<&str>) -> Result<Command, ClientError> {
             }
         })?;
     Ok(Command::Site(
-        rightsize_core::ftp::command::SiteCommand::Other(other),
+        rightsize_ftp_proto::command::SiteCommand::Other(other),
     ))
 }
 

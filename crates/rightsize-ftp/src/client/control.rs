@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use std::collections::VecDeque;
 
-use rightsize_core::ftp::notice::NOTICE_PREFIX;
-use rightsize_core::ftp::{
+use rightsize_ftp_proto::notice::NOTICE_PREFIX;
+use rightsize_ftp_proto::{
     Arg, ArgError, Command, NoticeError, PeerMessage, Reply, ReplyParseError, ReplyParser,
 };
 
@@ -301,5 +301,4 @@ pub(crate) fn login<S: Read + Write>(
 }
 
 #[cfg(test)]
-#[path = "control_tests.rs"]
 mod tests;

@@ -14,8 +14,8 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use rightsize_core::ftp::Command;
-use rightsize_core::ftp::addr::{find_epsv_port, find_pasv_address};
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::addr::{find_epsv_port, find_pasv_address};
 use rightsize_sys::socket::{self, Applied, BufferRequest};
 use serde::Serialize;
 
@@ -279,7 +279,7 @@ fn wait_readable(listener: &TcpListener, limit: Duration) -> io::Result<()> {
 fn unexpected(
     server: SocketAddr,
     command: &Command,
-    reply: &rightsize_core::ftp::Reply,
+    reply: &rightsize_ftp_proto::Reply,
     problem: impl std::fmt::Display,
 ) -> ClientError {
     ClientError::Unexpected {

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rightsize_core::checksum::Algorithm;
-use rightsize_core::ftp::{ArgError, ReplyParseError};
+use rightsize_ftp_proto::checksum::Algorithm;
+use rightsize_ftp_proto::{ArgError, ReplyParseError};
 use rightsize_sys::socket::SocketError;
 
 /// A failed `get` or `put`.

@@ -9,9 +9,9 @@
 //! `GridFTP Server` means `SBUF` (GFD.20) and `CKSM MD5` work even where
 //! `FEAT` does not list them (it never lists `SBUF`).
 
-use rightsize_core::checksum::Algorithm;
-use rightsize_core::ftp::Reply;
-use rightsize_core::ftp::rightsize::{EXTENSION, RightsizeFeature};
+use rightsize_ftp_proto::Reply;
+use rightsize_ftp_proto::checksum::Algorithm;
+use rightsize_ftp_proto::rightsize::{EXTENSION, RightsizeFeature};
 
 /// `FEAT` success (RFC 2389 3.2).
 const FEAT_REPLY_CODE: u16 = 211;
@@ -108,7 +108,7 @@ impl Features {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use rightsize_core::ftp::ReplyParser;
+    use rightsize_ftp_proto::ReplyParser;
 
     fn reply(wire: &str) -> Reply {
         let mut parser = ReplyParser::new();

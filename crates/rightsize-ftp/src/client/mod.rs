@@ -39,13 +39,13 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rightsize_core::checksum::Algorithm;
-use rightsize_core::tcpinfo::TcpInfoSample;
-use rightsize_core::telemetry::BufferSummary;
-use rightsize_core::tune::TunerSpec;
-use rightsize_core::write_size::WriteSize;
+use rightsize_ftp_proto::checksum::Algorithm;
 use rightsize_sys::socket::{Applied, BufferRequest};
 use rightsize_sys::tcp_info::TcpInfoError;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::tcpinfo::TcpInfoSample;
+use rightsize_tune::telemetry::BufferSummary;
+use rightsize_tune::write_size::WriteSize;
 use serde::Serialize;
 
 pub use bench::{BenchDirection, BenchLimit, BenchPlan, BenchReport, bench};
@@ -163,7 +163,7 @@ pub struct Progress<'a> {
     /// The server's latest in-transfer `RIGHTSIZE INFO` notice (its data
     /// socket's `TCP_INFO` summary), when the extension is on and the
     /// server sends them (a sending server does, every half RTT).
-    pub server_info: Option<rightsize_core::tune::PeerInfo>,
+    pub server_info: Option<rightsize_tune::PeerInfo>,
     socket: &'a TcpStream,
 }
 
@@ -240,7 +240,7 @@ pub struct Report {
     pub buffers_applied: Applied,
     /// The server's data socket buffers at the end, when a rightsize
     /// server reported them in its `226`.
-    pub server_buffers: Option<rightsize_core::session::report::DataSocketBuffers>,
+    pub server_buffers: Option<rightsize_ftp_proto::session::report::DataSocketBuffers>,
     /// `SBUF`, if asked for.
     pub sbuf: Option<SbufReport>,
     /// `TCP_INFO` of the data socket when the data had all moved.
@@ -257,7 +257,7 @@ pub struct Report {
     pub tuning: Option<TuningReport>,
     /// The server's data socket's `TCP_INFO` summary: the final one from a
     /// rightsize server's `226`, else its last in-transfer notice.
-    pub server_tcp: Option<rightsize_core::diagnose::tcp::TcpSummary>,
+    pub server_tcp: Option<rightsize_tune::diagnose::tcp::TcpSummary>,
 }
 
 /// The client end's buffers over the transfer and its tuner.

@@ -12,8 +12,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rightsize_core::ftp::Command;
-use rightsize_core::url::FtpUrl;
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::url::FtpUrl;
 
 use super::control::{self, Control};
 use super::error::ClientError;

@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use rightsize_core::ftp::{PeerMessage, Reply};
-use rightsize_core::tune::PeerInfo;
-use rightsize_core::units::Bytes;
+use rightsize_ftp_proto::{PeerMessage, Reply};
 use rightsize_sys::telemetry::{Inbox, ToPeer};
+use rightsize_tune::PeerInfo;
+use rightsize_tune::units::Bytes;
 
 use super::control::{Incoming, Input};
 

@@ -9,13 +9,13 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 
-use rightsize_core::checksum::{self, Algorithm};
-use rightsize_core::ftp::command::OptsCommand;
+use rightsize_ftp_proto::checksum::{self, Algorithm};
+use rightsize_ftp_proto::command::OptsCommand;
 use std::num::NonZeroU16;
 
-use rightsize_core::ftp::rightsize::server_udp_port;
-use rightsize_core::ftp::{Capability, Command, Reply, RightsizeOpts, Token};
-use rightsize_core::url::{FtpUrl, Host};
+use rightsize_ftp_proto::rightsize::server_udp_port;
+use rightsize_ftp_proto::url::{FtpUrl, Host};
+use rightsize_ftp_proto::{Capability, Command, Reply, RightsizeOpts, Token};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::socket::{self, BufferRequest};
 
@@ -146,7 +146,7 @@ impl<S: Read + Write> Session<S> {
         let feat = control.command(&Command::Feat, observer)?;
         let features = Features::new(&greeting, Some(&feat));
         control.expect_completion(
-            &Command::Type(rightsize_core::ftp::command::TransferType::Image),
+            &Command::Type(rightsize_ftp_proto::command::TransferType::Image),
             observer,
         )?;
         Ok(Session {

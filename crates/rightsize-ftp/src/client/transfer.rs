@@ -16,16 +16,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rightsize_core::checksum::{Algorithm, Checksum};
-use rightsize_core::diagnose::tcp::TcpSummary;
-use rightsize_core::ftp::{Command, Reply};
-use rightsize_core::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
-use rightsize_core::tune::{Peer, Role, Tuner};
-use rightsize_core::url::FtpUrl;
-use rightsize_core::write_size::WriteSize;
+use rightsize_ftp_proto::checksum::{Algorithm, Checksum};
+use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_ftp_proto::{Command, Reply};
 use rightsize_sys::probe::Prober;
 use rightsize_sys::socket::{Applied, BufferApplied, BufferRequest};
 use rightsize_sys::telemetry::{Monitor, TelemetryOut, Tuning};
+use rightsize_tune::diagnose::tcp::TcpSummary;
+use rightsize_tune::telemetry::{Direction as TelemetryDirection, Role as TelemetryRole};
+use rightsize_tune::write_size::WriteSize;
+use rightsize_tune::{Peer, Role, Tuner};
 
 use super::control::{arg, is_timeout};
 use super::data::{self, DataMode};
@@ -40,7 +40,7 @@ use super::{
 use crate::telemetry::{self, Describe};
 use crate::tuning;
 use crate::writes::read_full;
-use rightsize_core::session::report::DataSocketBuffers;
+use rightsize_ftp_proto::session::report::DataSocketBuffers;
 
 /// Bytes moved per read or write on the data connection, unless
 /// [`Options::write_size`] says otherwise for writes.
@@ -321,7 +321,7 @@ pub(crate) struct DataDone {
     request: BufferRequest,
     applied: Applied,
     server_buffers: Option<DataSocketBuffers>,
-    tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
+    tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
     tuning: Option<TuningReport>,
     write_size: Option<WriteSize>,
 }

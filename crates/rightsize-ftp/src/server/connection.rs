@@ -1,4 +1,4 @@
-//! One control connection: the core's [`Session`] driven by real I/O.
+//! One control connection: rightsize-ftp-proto's [`Session`] driven by real I/O.
 //!
 //! Three threads at most: this one runs the session (replies, timeouts,
 //! file-system requests), a reader turns the control socket into events
@@ -16,20 +16,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use rightsize_core::diagnose::tcp::TcpSummary;
-use rightsize_core::ftp::{LineEvent, LineReader, parse};
-use rightsize_core::session::bench::{BenchHost, BenchPath, classify};
-use rightsize_core::session::report::DataSocketBuffers;
-use rightsize_core::session::{
+use rightsize_ftp_proto::session::bench::{BenchHost, BenchPath, classify};
+use rightsize_ftp_proto::session::report::DataSocketBuffers;
+use rightsize_ftp_proto::session::{
     DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
 };
+use rightsize_ftp_proto::{LineEvent, LineReader, parse};
+use rightsize_tune::diagnose::tcp::TcpSummary;
 
-use rightsize_core::ftp::command::OptsCommand;
-use rightsize_core::ftp::{Command, PeerMessage, RightsizeOpts};
-use rightsize_core::tune::{Peer, Role, Tuner};
-use rightsize_core::units::Bytes;
+use rightsize_ftp_proto::command::OptsCommand;
+use rightsize_ftp_proto::{Command, PeerMessage, RightsizeOpts};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
+use rightsize_tune::units::Bytes;
+use rightsize_tune::{Peer, Role, Tuner};
 
 use crate::tuning;
 

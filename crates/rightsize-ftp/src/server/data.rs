@@ -25,10 +25,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use rightsize_core::session::TransferOutcome;
-use rightsize_core::write_size::WriteSize;
+use rightsize_ftp_proto::session::TransferOutcome;
 use rightsize_sys::socket::{self, Applied, BufferRequest};
 use rightsize_sys::telemetry::Finished;
+use rightsize_tune::write_size::WriteSize;
 
 use crate::writes::{self, CopyError, ZEROS};
 
@@ -155,7 +155,7 @@ pub struct DataReport {
     pub monitor: Option<Finished>,
     /// The data socket's `TCP_INFO` after the last byte (the `226` carries
     /// its summary to a rightsize client).
-    pub final_tcp_info: Option<rightsize_core::tcpinfo::TcpInfoSample>,
+    pub final_tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
 }
 
 /// Counters a running transfer shares with observers (telemetry).

@@ -2,17 +2,17 @@
 //! `rightsize_sys::rootfs`, passive listeners through
 //! `rightsize_sys::socket`, users from the password file.
 
-use rightsize_core::host::SysctlKey;
-use rightsize_core::tune::TunerSpec;
+use rightsize_tune::TunerSpec;
+use rightsize_tune::host::SysctlKey;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rightsize_core::checksum::Checksum;
-use rightsize_core::ftp::VirtualPath;
-use rightsize_core::session::{Access, DirEntry, EntryKind, FsError, Metadata, ServerHost};
+use rightsize_ftp_proto::VirtualPath;
+use rightsize_ftp_proto::checksum::Checksum;
+use rightsize_ftp_proto::session::{Access, DirEntry, EntryKind, FsError, Metadata, ServerHost};
 use rightsize_sys::rootfs::{Keep, Kind, PendingFile, RootError, Stat};
 use rightsize_sys::socket;
 

@@ -1,4 +1,4 @@
-//! The FTP server (`rightsize serve`): the core's [`Session`] state machine
+//! The FTP server (`rightsize serve`): rightsize-ftp-proto's [`Session`] state machine
 //! over real sockets and a served directory.
 //!
 //! One thread per control connection (plus a reader, and a data thread
@@ -9,7 +9,7 @@
 //! `rightsize_sys::socket` with the client's `SBUF` applied before the
 //! handshake and read back.
 //!
-//! [`Session`]: rightsize_core::session::Session
+//! [`Session`]: rightsize_ftp_proto::session::Session
 
 mod connection;
 mod data;
@@ -25,12 +25,12 @@ use std::sync::atomic::AtomicU32;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rightsize_core::passwd::UserDb;
-use rightsize_core::session::SessionConfig;
-use rightsize_core::tune::{Peer, Role, Tuner, TunerSpec};
-use rightsize_core::write_size::WriteSize;
+use rightsize_ftp_proto::passwd::UserDb;
+use rightsize_ftp_proto::session::SessionConfig;
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
+use rightsize_tune::write_size::WriteSize;
+use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
 pub use data::COPY_CHUNK_BYTES;
 pub use limits::{Limits, Refused};

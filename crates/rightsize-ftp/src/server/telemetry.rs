@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 
-use rightsize_core::session::TransferKind;
-use rightsize_core::telemetry::{Direction, Role};
+use rightsize_ftp_proto::session::TransferKind;
 use rightsize_sys::telemetry::{Finished, Monitor, TelemetryOut, Tuning};
+use rightsize_tune::telemetry::{Direction, Role};
 
 use super::data::{DataReport, Progress};
 use super::{Shared, now_unix};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rightsize_core::tune::TunerSpec;
+use rightsize_tune::TunerSpec;
 
 use super::table::{MEGA, Row, RunView};
 use super::telemetry::Sample;

@@ -344,5 +344,4 @@ pub fn claims(checked: &Checked, rows: &[Row]) -> Vec<ClaimRow> {
 }
 
 #[cfg(test)]
-#[path = "table_tests.rs"]
 mod tests;

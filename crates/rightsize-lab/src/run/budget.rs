@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use rightsize_core::path::{PathSpec, Side};
-use rightsize_core::tune::{STOCK_BUFFER, TunerSpec};
-use rightsize_core::units::Bytes;
+use rightsize_path::{PathSpec, Side};
+use rightsize_tune::units::Bytes;
+use rightsize_tune::{STOCK_BUFFER, TunerSpec};
 
 /// Below this goodput (bits/s), a tuner's runs are shortened.
 pub const SLOW_RATE_BPS: f64 = 20e6;

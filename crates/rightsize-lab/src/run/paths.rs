@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use rightsize_core::path::{PathSpec, Side};
+use rightsize_path::{PathSpec, Side};
 
 use super::budget;
 

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rightsize_core::units::Bytes;
+use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
 use super::paths::LoadedPath;

@@ -2,8 +2,8 @@
 //!
 //! A [`Sink`] listens on one address and port for both TCP and UDP and
 //! discards what arrives, counting it. A [`UdpSource`] sends datagrams to a
-//! sink at a constant bit rate, optionally on/off, paced by the core's
-//! token bucket (`rightsize_core::cross`) and deaf to ICMP errors: it is
+//! sink at a constant bit rate, optionally on/off, paced by rightsize-path's
+//! token bucket (`rightsize_path::cross`) and deaf to ICMP errors: it is
 //! unresponsive traffic. [`TcpSources`] run N bulk TCP flows to a sink,
 //! each writing zeros as fast as TCP lets it, optionally limited by a fixed
 //! send buffer (a buffer-limited flow, as in SOBAS Figs. 14-15).
@@ -25,8 +25,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rightsize_core::cross::PlanError;
-use rightsize_core::units::Bytes;
+use rightsize_path::cross::PlanError;
+use rightsize_tune::units::Bytes;
 use serde::Serialize;
 
 use crate::socket::SocketError;
@@ -44,7 +44,7 @@ pub const MAX_ERRORS_KEPT: usize = 8;
 /// Cross traffic that could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum CrossError {
-    /// A setting the core refused (rate 0, window 0, ...).
+    /// A setting rightsize-path refused (rate 0, window 0, ...).
     #[error(transparent)]
     Plan(#[from] PlanError),
     /// Not `ADDR:PORT`.

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rightsize_core::cross::IpVersion;
+use rightsize_path::cross::IpVersion;
 use serde::Serialize;
 
 use super::{CrossError, MAX_ERRORS_KEPT, POLL_INTERVAL, Span, Times, is_timeout};

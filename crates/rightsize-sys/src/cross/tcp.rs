@@ -3,7 +3,7 @@
 //!
 //! With a window, each socket's `SO_SNDBUF` is set before `connect()` to
 //! half the window (Linux doubles it; see
-//! `rightsize_core::cross::sndbuf_request_for_window`), read back, and a
+//! `rightsize_path::cross::sndbuf_request_for_window`), read back, and a
 //! clamped value is refused with the `sysctl` that lifts it, so a flow never
 //! runs with a smaller window than asked. Without one, send autotuning is
 //! left on (up to `tcp_wmem[2]`). Stopping shuts each flow down with a FIN
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rightsize_core::cross::{check_flows, sndbuf_request_for_window};
-use rightsize_core::units::Bytes;
+use rightsize_path::cross::{check_flows, sndbuf_request_for_window};
+use rightsize_tune::units::Bytes;
 use serde::Serialize;
 use socket2::SockRef;
 

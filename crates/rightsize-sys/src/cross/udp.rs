@@ -1,5 +1,5 @@
 //! The unresponsive UDP source: a connected UDP socket, one thread that
-//! sleeps until the core's [`Pacer`] releases a batch and sends it with one
+//! sleeps until rightsize-path's [`Pacer`] releases a batch and sends it with one
 //! `sendmmsg`. ICMP errors (`ECONNREFUSED` when nothing listens) are counted
 //! and ignored; local drops (`ENOBUFS`, a send buffer still full after
 //! [`POLL_INTERVAL`]) are counted and skipped, so the source stays on its
@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use rightsize_core::cross::{
+use rightsize_path::cross::{
     DEFAULT_UDP_PAYLOAD, IpVersion, MAX_BATCH_PACKETS, MAX_UDP_PAYLOAD_BYTES, OnOff, Pace, Pacer,
     UdpPlan,
 };
-use rightsize_core::units::{BitRate, Bytes};
+use rightsize_tune::units::{BitRate, Bytes};
 use serde::Serialize;
 
 use super::{CrossError, POLL_INTERVAL, Span, Times, check_destination};

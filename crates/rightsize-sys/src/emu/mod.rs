@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rightsize_core::path::{Backend, PathSpec, Side};
+use rightsize_path::{Backend, PathSpec, Side};
 use serde::{Deserialize, Serialize};
 
 use crate::netns::{self, NetnsError};

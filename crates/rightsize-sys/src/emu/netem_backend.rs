@@ -1,13 +1,13 @@
 //! The kernel-qdisc backend: `rs-NAME-l` and `rs-NAME-r` joined by a veth
-//! pair, each end's egress shaped by [`rightsize_core::path::netem`]'s
+//! pair, each end's egress shaped by [`rightsize_path::netem`]'s
 //! commands. Chosen by `backend = "auto"` only where `sch_netem` exists;
 //! this machine's kernel has none, so it is untested here beyond the
-//! commands it generates (see the core's tests).
+//! commands it generates (see rightsize-path's tests).
 
 use std::path::Path;
 use std::process::Child;
 
-use rightsize_core::path::{PathSpec, Side, netem};
+use rightsize_path::{PathSpec, Side, netem};
 
 use super::{EmuError, HostRecord, Record};
 use crate::netns::{self, LEFT_ADDR, RIGHT_ADDR};

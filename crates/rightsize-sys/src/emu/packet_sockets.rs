@@ -1,6 +1,6 @@
 //! Rattan's packet sockets, from outside: rightsize widens their receive
 //! buffers when a path comes up and reads their drop counters around each
-//! run (`rightsize_core::path::rattan::ingress_buffer_bytes` says why).
+//! run (`rightsize_path::rattan::ingress_buffer_bytes` says why).
 //!
 //! Rattan 0.1.1 has no setting for either, so rightsize takes a duplicate
 //! of each of its `AF_PACKET` sockets with `pidfd_getfd(2)` (root may do

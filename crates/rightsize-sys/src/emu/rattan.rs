@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rightsize_core::path::PathSpec;
-use rightsize_core::path::rattan::{self as config_gen, LEFT_ADDR, RIGHT_ADDR};
+use rightsize_path::PathSpec;
+use rightsize_path::rattan::{self as config_gen, LEFT_ADDR, RIGHT_ADDR};
 
 use super::{EmuError, HostRecord, Record, packet_sockets};
 use crate::netns;

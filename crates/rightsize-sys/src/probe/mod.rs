@@ -9,14 +9,14 @@
 //! trains, then runs the probe stream, and hands each result to a callback
 //! as a [`ProbeEvent`] whose times are since the data connection opened,
 //! ready for the tuners ([`ProbeEvent::tuner_event`]). The datagrams and
-//! the bookkeeping are `rightsize_core::probe`'s; this module only moves
+//! the bookkeeping are `rightsize_path::probe`'s; this module only moves
 //! them and reads the clocks.
 //!
 //! Guarantees: each handle's threads stop within [`POLL_INTERVAL`] of its
 //! `Drop` and are joined; a responder sends nothing to any address but its
 //! peer's, never more than one echo per probe (of the probe's size), and a
 //! train only for a request padded to one train packet, spaced and within
-//! a lifetime budget (`rightsize_core::probe::TrainGate`). Train arrival
+//! a lifetime budget (`rightsize_path::probe::TrainGate`). Train arrival
 //! times are the kernel's (`SO_TIMESTAMPNS`) where it gives them: on
 //! loopback, user-space times after the wake-up bunch a train's packets
 //! together and overstate the capacity (see [`Timestamps`]).
@@ -28,8 +28,8 @@ mod responder;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use rightsize_core::probe::TrainDiscard;
-use rightsize_core::tune::{Event, TrainProbe, UdpProbeReport};
+use rightsize_path::probe::TrainDiscard;
+use rightsize_tune::{Event, TrainProbe, UdpProbeReport};
 
 pub use prober::{Prober, ProberOptions, Timestamps};
 pub use responder::{Responder, ResponderStats};

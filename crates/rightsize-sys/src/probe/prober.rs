@@ -19,15 +19,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rightsize_core::cross::IpVersion;
-use rightsize_core::probe::wire::HEADER_BYTES;
-use rightsize_core::probe::{
+use rightsize_path::cross::IpVersion;
+use rightsize_path::probe::wire::HEADER_BYTES;
+use rightsize_path::probe::{
     DEFAULT_LOSS_TIMEOUT, DEFAULT_MTU_BYTES, DEFAULT_REPORT_EVERY, DEFAULT_TRAIN_PACKETS,
     DEFAULT_TRAIN_TIMEOUT, MAX_TRAIN_PACKET_BYTES, MAX_TRAIN_PACKETS, Message, PROBE_INTERVAL,
     PacketVerdict, ProbeLedger, TRAIN_ATTEMPTS, TRAIN_SPACING, TrainMeter, TrainRequest,
     probe_payload_bytes, train_payload_bytes,
 };
-use rightsize_core::tune::TRAINS;
+use rightsize_tune::TRAINS;
 
 use super::io::{Stamper, enable_kernel_timestamps, recv_stamped, wall_now};
 use super::{POLL_INTERVAL, ProbeError, ProbeEvent, is_timeout, spawn};

@@ -5,7 +5,7 @@
 //! further; everything else is counted as a stranger and dropped, so a
 //! responder never sends to an address it was not given. A train goes to
 //! the requester's address and port (the peer's address, checked), only
-//! for a request padded to one packet of the train and passed by the core's
+//! for a request padded to one packet of the train and passed by rightsize-path's
 //! `TrainGate` (spacing, lifetime budget). Echoes are the probe datagram
 //! itself with its header rewritten: one per probe, the same size.
 
@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use rightsize_core::probe::wire::HEADER_BYTES;
-use rightsize_core::probe::{
+use rightsize_path::probe::wire::HEADER_BYTES;
+use rightsize_path::probe::{
     Echo, MAX_TRAIN_PACKET_BYTES, Message, SeenWindow, TrainGate, TrainPacket, TrainRequest,
 };
 

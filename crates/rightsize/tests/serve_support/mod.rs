@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rightsize_core::ftp::addr::find_epsv_port;
-use rightsize_core::ftp::{Reply, ReplyParser};
+use rightsize_ftp_proto::addr::find_epsv_port;
+use rightsize_ftp_proto::{Reply, ReplyParser};
 
 /// How long a test waits for any one reply.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(20);

@@ -1,0 +1,662 @@
+//! One handler per command: what a logged-in (or not yet logged-in) session
+//! answers. Reply texts follow vsftpd's where clients are known to read them.
+
+use std::net::SocketAddr;
+
+use super::bench;
+use super::listing::{self, UtcTime};
+use super::rightsize;
+use super::{
+    Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
+    MAX_FAILED_LOGINS, MAX_SBUF_BYTES, Output, ServerHost, Session, TransferKind, TransferPlan,
+};
+use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferType};
+use crate::reply::quote_pathname;
+use crate::rightsize::RightsizeFeature;
+use crate::{Arg, Command, Reply, VirtualPath, addr};
+
+fn reply(code: u16, text: &str) -> Vec<Output> {
+    vec![Output::Reply(Reply::trusted(code, text.to_owned()))]
+}
+
+fn multiline(code: u16, lines: Vec<String>) -> Vec<Output> {
+    let reply =
+        Reply::multiline(code, lines).unwrap_or_else(|_| Reply::trusted(code, "End".into()));
+    vec![Output::Reply(reply)]
+}
+
+/// The features FEAT lists (RFC 2389), each a line with its leading space.
+fn features(host: &dyn ServerHost) -> Vec<String> {
+    let mut lines = vec!["Features:".to_owned()];
+    let mut feats = vec![
+        "EPRT".to_owned(),
+        "EPSV".into(),
+        "MDTM".into(),
+        "MLST type*;size*;modify*;perm*;".into(),
+        "PASV".into(),
+        "REST STREAM".into(),
+        "SIZE".into(),
+        "TVFS".into(),
+        "UTF8".into(),
+        "SBUF".into(),
+        RightsizeFeature::offered().feat_line(),
+    ];
+    if !host.checksums().is_empty() {
+        feats.push(format!("CKSM {}", host.checksums().join(",")));
+    }
+    if host.checksums().contains(&"SHA256") {
+        feats.push("HASH SHA-256*".into());
+    }
+    lines.extend(feats.into_iter().map(|f| format!(" {f}")));
+    lines.push("End".into());
+    lines
+}
+
+/// Commands a client may send before logging in.
+fn allowed_before_login(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::User(_)
+            | Command::Pass(_)
+            | Command::Quit
+            | Command::Feat
+            | Command::Syst
+            | Command::Noop
+            | Command::Help(_)
+            | Command::Opts(OptsCommand::Utf8(_))
+            | Command::Auth(_)
+            | Command::Pbsz(_)
+            | Command::Prot(_)
+    )
+}
+
+fn is_write(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Stor(_)
+            | Command::Appe(_)
+            | Command::Stou(_)
+            | Command::Dele(_)
+            | Command::Mkd(_)
+            | Command::Rmd(_)
+            | Command::Rnfr(_)
+            | Command::Rnto(_)
+    )
+}
+
+/// STOR and APPE into the benchmark sink write nothing, so read-only users
+/// (anonymous included) may use them.
+fn stores_to_sink(session: &Session, command: &Command) -> bool {
+    let (Command::Stor(path) | Command::Appe(path)) = command else {
+        return false;
+    };
+    session
+        .cwd
+        .resolve(path.as_bytes())
+        .is_ok_and(|p| bench::classify(&p) == Some(bench::BenchPath::Null))
+}
+
+pub(super) fn dispatch(
+    session: &mut Session,
+    command: Command,
+    host: &mut dyn ServerHost,
+    now_unix: i64,
+) -> Vec<Output> {
+    if session.access().is_none() && !allowed_before_login(&command) {
+        return reply(530, "Please login with USER and PASS.");
+    }
+    if is_write(&command)
+        && session.access() != Some(Access::ReadWrite)
+        && !stores_to_sink(session, &command)
+    {
+        return reply(550, "Permission denied.");
+    }
+    match command {
+        Command::User(user) => user_command(session, &user),
+        Command::Pass(password) => pass_command(session, password.as_ref(), host),
+        Command::Quit => vec![Output::Reply(Reply::trusted(221, "Goodbye.".into())), Output::Close],
+        Command::Noop => reply(200, "NOOP ok."),
+        Command::Syst => reply(215, "UNIX Type: L8"),
+        Command::Feat => multiline(211, features(host)),
+        Command::Help(_) => multiline(
+            214,
+            vec![
+                "The following commands are recognized.".into(),
+                " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV FEAT HASH HELP LIST MDTM MKD MLSD MLST MODE".into(),
+                " NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF SITE SIZE".into(),
+                " STAT STOR STRU SYST TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
+                "Help OK.".into(),
+            ],
+        ),
+        Command::Opts(OptsCommand::Utf8(_)) => reply(200, "Always in UTF8 mode."),
+        Command::Opts(OptsCommand::Mlst(_)) => reply(200, "MLST OPTS type;size;modify;perm;"),
+        Command::Opts(OptsCommand::Rightsize(opts)) => rightsize::opts(session, opts),
+        Command::Opts(OptsCommand::Other(_)) => reply(501, "Option not understood."),
+        Command::Rinf(_) => rightsize::rinf_refused(),
+        Command::Auth(_) | Command::Pbsz(_) | Command::Prot(_) => reply(502, "TLS is not offered by this server."),
+        Command::Acct(_) => reply(202, "ACCT not needed at this site."),
+        Command::Allo { .. } => reply(202, "ALLO command ignored."),
+        Command::Rein | Command::Stou(_) => reply(502, "Command not implemented."),
+        Command::Pwd => reply(257, &format!("{} is the current directory", quote_pathname(session.cwd.as_bytes()))),
+        Command::Cwd(path) => change_dir(session, host, path.as_bytes()),
+        Command::Cdup => change_dir(session, host, b".."),
+        Command::Type(TransferType::Ascii) => {
+            session.binary = false;
+            reply(200, "Switching to ASCII mode.")
+        }
+        Command::Type(TransferType::Image | TransferType::Local8) => {
+            session.binary = true;
+            reply(200, "Switching to Binary mode.")
+        }
+        Command::Mode(_) => reply(200, "Mode set to S."),
+        Command::Stru(_) => reply(200, "Structure set to F."),
+        Command::Pasv => passive(session, host, false),
+        Command::Epsv(None) => passive(session, host, true),
+        Command::Epsv(Some(EpsvArg::All)) => {
+            session.epsv_all = true;
+            reply(200, "EPSV ALL ok.")
+        }
+        Command::Epsv(Some(EpsvArg::Protocol(proto))) => {
+            let matches = (proto == 1 && session.peer.is_ipv4()) || (proto == 2 && session.peer.is_ipv6());
+            if matches { passive(session, host, true) } else { reply(522, "Network protocol not supported, use (1,2)") }
+        }
+        Command::Port(target) => active(session, SocketAddr::V4(target)),
+        Command::Eprt(target) => active(session, target),
+        Command::Rest(offset) => {
+            session.rest = offset;
+            reply(350, &format!("Restart position accepted ({offset})."))
+        }
+        Command::Retr(path) => retrieve(session, host, &path),
+        Command::Stor(path) => store(session, host, &path, false),
+        Command::Appe(path) => store(session, host, &path, true),
+        Command::List(args) => list(session, host, &args, now_unix, ListStyle::Long),
+        Command::Nlst(args) => list(session, host, &args, now_unix, ListStyle::Names),
+        Command::Mlsd(path) => mlsd(session, host, path.as_ref()),
+        Command::Mlst(path) => mlst(session, host, path.as_ref()),
+        Command::Size(path) => with_meta(session, host, &path, |meta| match meta.kind {
+            EntryKind::File => reply(213, &meta.size.to_string()),
+            EntryKind::Dir => reply(550, "Could not get file size."),
+        }),
+        Command::Mdtm(path) => with_meta(session, host, &path, |meta| {
+            reply(213, &UtcTime::from_unix(meta.modified_unix).mdtm())
+        }),
+        Command::Stat(None) => status(session),
+        Command::Stat(Some(path)) => stat_path(session, host, &path, now_unix),
+        Command::Dele(path) => fs_op(session, host, &path, |host, p| host.remove_file(p), 250, "Delete operation successful."),
+        Command::Rmd(path) => {
+            fs_op(session, host, &path, |host, p| host.remove_dir(p), 250, "Remove directory operation successful.")
+        }
+        Command::Mkd(path) => make_dir(session, host, &path),
+        Command::Rnfr(path) => rename_from(session, host, &path),
+        Command::Rnto(path) => rename_to(session, host, &path),
+        Command::Abor => reply(225, "No transfer to ABOR."),
+        Command::Site(SiteCommand::Help(_)) => multiline(
+            214,
+            vec!["The following SITE commands are recognized.".into(), " HELP RIGHTSIZE SBUF".into(), "Help OK.".into()],
+        ),
+        Command::Site(SiteCommand::Sbuf(size)) | Command::Sbuf(size) => set_sbuf(session, size),
+        Command::Site(SiteCommand::Other(site)) if site.name().eq_ignore_ascii_case(crate::rightsize::EXTENSION) => {
+            super::rightsize::site(host, site.args().map(|a| a.as_bytes()))
+        }
+        Command::Site(_) => reply(500, "Unknown SITE command."),
+        Command::Cksm { algorithm, offset, length, path } => checksum(session, host, algorithm.as_str(), offset, length, &path),
+        Command::Hash(path) => hash(session, host, &path),
+    }
+}
+
+fn user_command(session: &mut Session, user: &Arg) -> Vec<Output> {
+    if session.access().is_some() {
+        return reply(530, "Can't change to another user.");
+    }
+    session.login = Login::AwaitingPass {
+        user: user.to_string_lossy().into_owned(),
+    };
+    reply(331, "Please specify the password.")
+}
+
+fn pass_command(
+    session: &mut Session,
+    password: Option<&Arg>,
+    host: &mut dyn ServerHost,
+) -> Vec<Output> {
+    let user = match &session.login {
+        Login::AwaitingPass { user } => user.clone(),
+        Login::LoggedIn { .. } => return reply(230, "Already logged in."),
+        Login::AwaitingUser => return reply(503, "Login with USER first."),
+    };
+    let anonymous = user.eq_ignore_ascii_case("anonymous") || user.eq_ignore_ascii_case("ftp");
+    let access = if anonymous && session.config.anonymous {
+        Some(Access::ReadOnly)
+    } else if anonymous {
+        None
+    } else {
+        host.authenticate(&user, password.map_or(&[][..], Arg::as_bytes))
+    };
+    match access {
+        Some(access) => {
+            session.login = Login::LoggedIn { access };
+            reply(230, "Login successful.")
+        }
+        None => {
+            session.login = Login::AwaitingUser;
+            session.failed_logins += 1;
+            let mut out = vec![
+                Output::Delay(FAILED_LOGIN_DELAY),
+                Output::Reply(Reply::trusted(530, "Login incorrect.".into())),
+            ];
+            if session.failed_logins >= MAX_FAILED_LOGINS {
+                out.push(Output::Close);
+            }
+            out
+        }
+    }
+}
+
+fn resolve(session: &Session, arg: &[u8]) -> Result<VirtualPath, Vec<Output>> {
+    session
+        .cwd
+        .resolve(arg)
+        .map_err(|_| reply(553, "Invalid path name."))
+}
+
+fn change_dir(session: &mut Session, host: &mut dyn ServerHost, arg: &[u8]) -> Vec<Output> {
+    let path = match resolve(session, arg) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::Dir => {
+            session.cwd = path;
+            reply(250, "Directory successfully changed.")
+        }
+        _ => reply(550, "Failed to change directory."),
+    }
+}
+
+fn passive(session: &mut Session, host: &mut dyn ServerHost, extended: bool) -> Vec<Output> {
+    if session.epsv_all && !extended {
+        return reply(501, "PASV not allowed after EPSV ALL.");
+    }
+    match host.open_passive(session.sbuf) {
+        Ok(addr) => {
+            session.data = DataSetup::Passive(addr);
+            match (extended, addr) {
+                (true, _) => vec![Output::Reply(addr::epsv_reply(addr.port()))],
+                (false, SocketAddr::V4(v4)) => vec![Output::Reply(addr::pasv_reply(v4))],
+                (false, SocketAddr::V6(_)) => reply(425, "PASV is IPv4 only; use EPSV."),
+            }
+        }
+        Err(_) => reply(425, "Can't open passive connection."),
+    }
+}
+
+/// RFC 2577 section 3: data connections only to the client itself, and
+/// never to a privileged port (the FTP bounce attack).
+fn active(session: &mut Session, target: SocketAddr) -> Vec<Output> {
+    if session.epsv_all {
+        return reply(501, "PORT not allowed after EPSV ALL.");
+    }
+    if target.ip().to_canonical() != session.peer.ip().to_canonical() || target.port() < 1024 {
+        return reply(500, "Illegal PORT command.");
+    }
+    session.data = DataSetup::Active(target);
+    reply(200, "PORT command successful. Consider using PASV.")
+}
+
+/// Takes the data connection set up by PASV/EPSV/PORT/EPRT, which one
+/// transfer consumes.
+fn take_endpoint(session: &mut Session) -> Option<DataEndpoint> {
+    match std::mem::replace(&mut session.data, DataSetup::None) {
+        DataSetup::None => None,
+        DataSetup::Passive(addr) => Some(DataEndpoint::Passive(addr)),
+        DataSetup::Active(addr) => Some(DataEndpoint::Active(addr)),
+    }
+}
+
+fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<Output> {
+    let Some(endpoint) = take_endpoint(session) else {
+        return reply(425, "Use PORT or PASV first.");
+    };
+    session.transferring = true;
+    session.rest = 0;
+    vec![Output::Transfer(TransferPlan {
+        kind,
+        endpoint,
+        sbuf: session.sbuf,
+        start_reply: Reply::trusted(150, start_text),
+    })]
+}
+
+fn mode_name(session: &Session) -> &'static str {
+    if session.binary { "BINARY" } else { "ASCII" }
+}
+
+fn retrieve(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::File => {
+            let text = format!(
+                "Opening {} mode data connection for {} ({} bytes).",
+                mode_name(session),
+                String::from_utf8_lossy(path.file_name().unwrap_or(b"")).replace(['\r', '\n'], "?"),
+                meta.size
+            );
+            let offset = session.rest;
+            start(session, TransferKind::Retrieve { path, offset }, text)
+        }
+        _ => reply(550, "Failed to open file."),
+    }
+}
+
+fn store(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg, append: bool) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) if !path.is_root() => path,
+        _ => return reply(553, "Could not create file."),
+    };
+    match host.metadata(&path.parent()) {
+        Ok(meta) if meta.kind == EntryKind::Dir => {}
+        _ => return reply(553, "Could not create file."),
+    }
+    if let Ok(meta) = host.metadata(&path)
+        && meta.kind == EntryKind::Dir
+    {
+        return reply(553, "Could not create file.");
+    }
+    let offset = session.rest;
+    start(
+        session,
+        TransferKind::Store {
+            path,
+            offset,
+            append,
+        },
+        "Ok to send data.".into(),
+    )
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListStyle {
+    Long,
+    Names,
+}
+
+fn list(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    args: &ListArgs,
+    now_unix: i64,
+    style: ListStyle,
+) -> Vec<Output> {
+    let target = args.path().map_or(&b"."[..], Arg::as_bytes);
+    let path = match resolve(session, target) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    let entries = match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::Dir => match host.read_dir(&path) {
+            Ok(entries) => entries,
+            Err(_) => return reply(450, "Could not read the directory."),
+        },
+        Ok(meta) => vec![listing::DirEntry {
+            name: path.file_name().unwrap_or(b"").to_vec(),
+            metadata: meta,
+        }],
+        // vsftpd answers a listing of a missing path with an empty listing.
+        Err(FsError::NotFound) => Vec::new(),
+        Err(_) => return reply(450, "Could not read the directory."),
+    };
+    let mut data = Vec::new();
+    for entry in &entries {
+        match style {
+            ListStyle::Long => {
+                data.extend_from_slice(listing::list_line(entry, now_unix).as_bytes())
+            }
+            ListStyle::Names => data.extend_from_slice(&entry.name),
+        }
+        data.extend_from_slice(b"\r\n");
+    }
+    start(
+        session,
+        TransferKind::Listing(data),
+        "Here comes the directory listing.".into(),
+    )
+}
+
+fn mlsd(session: &mut Session, host: &mut dyn ServerHost, arg: Option<&Arg>) -> Vec<Output> {
+    let path = match resolve(session, arg.map_or(&b"."[..], Arg::as_bytes)) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    let (meta, entries) = match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::Dir => match host.read_dir(&path) {
+            Ok(entries) => (meta, entries),
+            Err(_) => return reply(550, "Could not read the directory."),
+        },
+        Ok(_) => return reply(501, "Not a directory."),
+        Err(_) => return reply(550, "No such directory."),
+    };
+    let mut data = Vec::new();
+    data.extend_from_slice(listing::mlsx_line(b".", &meta, Some("cdir")).as_bytes());
+    data.extend_from_slice(b"\r\n");
+    for entry in &entries {
+        data.extend_from_slice(listing::mlsx_line(&entry.name, &entry.metadata, None).as_bytes());
+        data.extend_from_slice(b"\r\n");
+    }
+    start(
+        session,
+        TransferKind::Listing(data),
+        "Here comes the directory listing.".into(),
+    )
+}
+
+fn mlst(session: &mut Session, host: &mut dyn ServerHost, arg: Option<&Arg>) -> Vec<Output> {
+    let path = match resolve(session, arg.map_or(&b"."[..], Arg::as_bytes)) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    match host.metadata(&path) {
+        Ok(meta) => {
+            let name = path.to_string();
+            multiline(
+                250,
+                vec![
+                    format!("Listing {}", name.replace(['\r', '\n'], "?")),
+                    format!(
+                        " {}",
+                        listing::mlsx_line(name.as_bytes(), &meta, None).replace(['\r', '\n'], "?")
+                    ),
+                    "End".into(),
+                ],
+            )
+        }
+        Err(_) => reply(550, "No such file or directory."),
+    }
+}
+
+fn with_meta(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    arg: &Arg,
+    answer: impl FnOnce(listing::Metadata) -> Vec<Output>,
+) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    match host.metadata(&path) {
+        Ok(meta) => answer(meta),
+        Err(_) => reply(550, "Could not get file information."),
+    }
+}
+
+fn status(session: &Session) -> Vec<Output> {
+    multiline(
+        211,
+        vec![
+            "FTP server status:".into(),
+            format!("     Connected to {}", session.peer.ip()),
+            format!("     TYPE: {}", mode_name(session)),
+            format!(
+                "     SBUF: {}",
+                session
+                    .sbuf
+                    .map_or_else(|| "not set".into(), |s| s.to_string())
+            ),
+            "End of status".into(),
+        ],
+    )
+}
+
+fn stat_path(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    arg: &Arg,
+    now_unix: i64,
+) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    let entries = match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::Dir => host.read_dir(&path).unwrap_or_default(),
+        Ok(meta) => vec![listing::DirEntry {
+            name: path.file_name().unwrap_or(b"").to_vec(),
+            metadata: meta,
+        }],
+        Err(_) => return reply(450, "No such file or directory."),
+    };
+    let mut lines = vec!["Status follows:".to_owned()];
+    lines.extend(entries.iter().map(|e| {
+        format!(
+            " {}",
+            listing::list_line(e, now_unix).replace(['\r', '\n'], "?")
+        )
+    }));
+    lines.push("End of status".into());
+    multiline(213, lines)
+}
+
+fn fs_op(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    arg: &Arg,
+    op: impl FnOnce(&mut dyn ServerHost, &VirtualPath) -> Result<(), FsError>,
+    code: u16,
+    text: &str,
+) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) if !path.is_root() => path,
+        _ => return reply(550, "Permission denied."),
+    };
+    match op(host, &path) {
+        Ok(()) => reply(code, text),
+        Err(FsError::PermissionDenied) => reply(550, "Permission denied."),
+        Err(_) => reply(550, "Operation failed."),
+    }
+}
+
+fn make_dir(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) if !path.is_root() => path,
+        _ => return reply(550, "Create directory operation failed."),
+    };
+    match host.make_dir(&path) {
+        Ok(()) => reply(257, &format!("{} created", quote_pathname(path.as_bytes()))),
+        Err(_) => reply(550, "Create directory operation failed."),
+    }
+}
+
+fn rename_from(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) if !path.is_root() => path,
+        _ => return reply(550, "RNFR command failed."),
+    };
+    match host.metadata(&path) {
+        Ok(_) => {
+            session.rename_from = Some(path);
+            reply(350, "Ready for RNTO.")
+        }
+        Err(_) => reply(550, "RNFR command failed."),
+    }
+}
+
+fn rename_to(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+    let Some(from) = session.rename_from.take() else {
+        return reply(503, "RNFR required first.");
+    };
+    let to = match resolve(session, arg.as_bytes()) {
+        Ok(path) if !path.is_root() => path,
+        _ => return reply(553, "Rename failed."),
+    };
+    match host.rename(&from, &to) {
+        Ok(()) => reply(250, "Rename successful."),
+        Err(_) => reply(550, "Rename failed."),
+    }
+}
+
+/// GFD.20 `SBUF`: the buffer of later data connections. 0 and sizes above
+/// what a buffer sysctl can hold are refused with 501.
+fn set_sbuf(session: &mut Session, size: u64) -> Vec<Output> {
+    if size == 0 || size > MAX_SBUF_BYTES {
+        return reply(501, &format!("SBUF takes 1 to {MAX_SBUF_BYTES} bytes."));
+    }
+    session.sbuf = Some(size);
+    reply(200, &format!("SBUF set to {size}."))
+}
+
+fn checksum(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    algorithm: &str,
+    offset: u64,
+    length: Option<u64>,
+    arg: &Arg,
+) -> Vec<Output> {
+    let algorithm = algorithm.to_ascii_uppercase();
+    let Some(&known) = host.checksums().iter().find(|a| **a == algorithm) else {
+        return reply(
+            504,
+            &format!(
+                "Unsupported checksum algorithm; this server offers {}.",
+                host.checksums().join(",")
+            ),
+        );
+    };
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    match host.checksum(&path, known, offset, length) {
+        Ok(hex) => reply(213, &hex),
+        Err(_) => reply(550, "Could not compute the checksum."),
+    }
+}
+
+/// draft-bryan-ftpext-hash: `213 SHA-256 0-<last> <hex> <path>`.
+fn hash(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+    if !host.checksums().contains(&"SHA256") {
+        return reply(502, "HASH is not offered.");
+    }
+    let path = match resolve(session, arg.as_bytes()) {
+        Ok(path) => path,
+        Err(out) => return out,
+    };
+    let size = match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::File => meta.size,
+        _ => return reply(550, "Could not compute the hash."),
+    };
+    match host.checksum(&path, "SHA256", 0, None) {
+        Ok(hex) => reply(
+            213,
+            &format!(
+                "SHA-256 0-{} {hex} {}",
+                size.saturating_sub(1),
+                path.to_string().replace(['\r', '\n'], "?")
+            ),
+        ),
+        Err(_) => reply(550, "Could not compute the hash."),
+    }
+}

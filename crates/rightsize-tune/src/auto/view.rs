@@ -1,0 +1,311 @@
+//! What `auto` knows about the flow, merged from every source it has.
+//!
+//! The sender's `TCP_INFO` says the most (whether the window or the send
+//! buffer stopped it, its smoothed and minimum RTT, its retransmissions):
+//! a sender reads its own, a receiver gets it in the reports of a rightsize
+//! peer. A receiver on its own falls back to its goodput, its receiver-side
+//! RTT (`tcpi_rcv_rtt`), control-channel RTTs and out-of-order arrivals
+//! (`tcpi_rcv_ooopack`) as the sign of a loss. [`Observer`] keeps that
+//! history and turns each [`Sample`] into one [`View`].
+
+use std::time::Duration;
+
+use crate::Role;
+use crate::input::{PeerInfo, PeerReport, Sample};
+use crate::meter::{MeterError, RateMeter, WindowedMax, micros};
+use crate::telemetry::BufferReading;
+
+/// The bottleneck-rate estimate is the largest rate seen over this long.
+const BW_WINDOW: Duration = Duration::from_secs(2);
+
+/// A peer report older than this is not used for the current sample.
+const PEER_FRESH: Duration = Duration::from_millis(500);
+
+/// The shortest lookback for a rate.
+const MIN_RATE_LOOKBACK: Duration = Duration::from_millis(10);
+
+/// The bottleneck rate is measured over this many RTTs: a window-limited
+/// flow delivers in bursts, and over one RTT a sample may catch one burst
+/// or two; over several the error shrinks to a fraction of one.
+const BW_LOOKBACK_RTTS: u32 = 4;
+
+/// The flow as of one sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    /// Time of the sample.
+    pub at: Duration,
+    /// Delivery rate, bytes per second: the sender's `tcpi_delivery_rate`
+    /// when known, else this end's goodput over the last two RTTs.
+    pub rate: Option<f64>,
+    /// The current RTT (smoothed, so with any queue in it).
+    pub rtt: Option<Duration>,
+    /// The propagation RTT: the least RTT seen since the last reset.
+    pub rt_prop: Option<Duration>,
+    /// The largest delivery rate, measured over [`BW_LOOKBACK_RTTS`],
+    /// of the last [`BW_WINDOW`], bytes/s.
+    pub btl_bw: Option<f64>,
+    /// Share of the sender's busy time stopped by the receive window in
+    /// the latest interval, if the sender's `TCP_INFO` is known.
+    pub rwnd_share: Option<f64>,
+    /// Share stopped by the sender's own send buffer, likewise.
+    pub sndbuf_share: Option<f64>,
+    /// Whether a loss showed since the previous sample (retransmissions
+    /// on the sender, out-of-order arrivals on the receiver).
+    pub loss: bool,
+    /// The window this end advertises (`tcpi_rcv_wnd`), bytes.
+    pub rcv_wnd: Option<u64>,
+    /// Where the kernel's receive-window growth is (`tcpi_rcv_ssthresh`),
+    /// bytes: the window opens towards the clamp as data arrives.
+    pub rcv_ssthresh: Option<u64>,
+    /// The buffers and clamp as read back, if they could be read.
+    pub buffers: Option<BufferReading>,
+    /// Bytes in flight (`tcpi_unacked x tcpi_snd_mss`) on a sender.
+    pub inflight: Option<u64>,
+}
+
+/// The sender's counters at one moment, to difference.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct SenderCounters {
+    busy_us: Option<u64>,
+    rwnd_us: Option<u64>,
+    sndbuf_us: Option<u64>,
+    retrans: Option<u64>,
+}
+
+impl SenderCounters {
+    fn from_peer(info: &PeerInfo) -> Self {
+        SenderCounters {
+            busy_us: info.busy_time_us,
+            rwnd_us: info.rwnd_limited_us,
+            sndbuf_us: info.sndbuf_limited_us,
+            retrans: info
+                .bytes_retrans
+                .or(info.total_retrans_segs.map(u64::from)),
+        }
+    }
+
+    /// Shares of the busy time between `before` and `self`, and whether
+    /// anything was retransmitted.
+    fn since(&self, before: &SenderCounters) -> (Option<f64>, Option<f64>, bool) {
+        let busy = self
+            .busy_us
+            .zip(before.busy_us)
+            .map(|(n, b)| n.saturating_sub(b))
+            .filter(|&b| b > 0);
+        let share = |now: Option<u64>, then: Option<u64>| {
+            let part = now?.saturating_sub(then?);
+            Some((part as f64 / busy? as f64).min(1.0))
+        };
+        let retrans = matches!((self.retrans, before.retrans), (Some(n), Some(b)) if n > b);
+        (
+            share(self.rwnd_us, before.rwnd_us),
+            share(self.sndbuf_us, before.sndbuf_us),
+            retrans,
+        )
+    }
+}
+
+/// The sender's latest interval, as seen in its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct SenderInterval {
+    at: Duration,
+    rwnd_share: Option<f64>,
+    sndbuf_share: Option<f64>,
+    rtt: Option<Duration>,
+    min_rtt: Option<Duration>,
+    /// `tcpi_delivery_rate`, bytes per second.
+    delivery_rate: Option<f64>,
+}
+
+/// Keeps the history `auto` needs and makes a [`View`] of each sample.
+#[derive(Debug, Clone)]
+pub struct Observer {
+    role: Role,
+    delivered: RateMeter,
+    rt_prop: Option<Duration>,
+    /// The last kernel `min_rtt` seen: a new, lower one is news.
+    kernel_min_rtt: Option<Duration>,
+    btl_bw: WindowedMax,
+    control_rtt: Option<Duration>,
+    sender: Option<SenderInterval>,
+    sender_counters: Option<SenderCounters>,
+    /// A loss seen in a peer report, not yet reported in a view.
+    pending_loss: bool,
+    ooopack: Option<u32>,
+    last_peer: Option<PeerReport>,
+}
+
+impl Observer {
+    /// An observer for a receiver or a sender.
+    pub fn new(role: Role) -> Self {
+        Observer {
+            role,
+            delivered: RateMeter::default(),
+            rt_prop: None,
+            kernel_min_rtt: None,
+            btl_bw: WindowedMax::new(BW_WINDOW),
+            control_rtt: None,
+            sender: None,
+            sender_counters: None,
+            pending_loss: false,
+            ooopack: None,
+            last_peer: None,
+        }
+    }
+
+    /// The propagation RTT estimate, if any RTT was seen.
+    pub fn rt_prop(&self) -> Option<Duration> {
+        self.rt_prop
+    }
+
+    fn see_rtt(&mut self, rtt: Duration) {
+        if !rtt.is_zero() {
+            self.rt_prop = Some(self.rt_prop.map_or(rtt, |p| p.min(rtt)));
+        }
+    }
+
+    fn see_kernel_min_rtt(&mut self, min_rtt: Option<Duration>) {
+        if let Some(m) = min_rtt {
+            if self.kernel_min_rtt.is_none_or(|old| m < old) {
+                self.kernel_min_rtt = Some(m);
+                self.see_rtt(m);
+            }
+        }
+    }
+
+    /// Starts the propagation RTT again from `rtt`: the path's RTT rose.
+    pub fn reset_rt_prop(&mut self, rtt: Duration) {
+        self.rt_prop = Some(rtt);
+    }
+
+    /// Starts the bottleneck-rate estimate again from `rate`: the path
+    /// got slower.
+    pub fn reset_btl_bw(&mut self, at: Duration, rate: f64) {
+        self.btl_bw.reset(at, rate);
+    }
+
+    /// An RTT from the control channel.
+    pub fn control_rtt(&mut self, rtt: Duration) {
+        self.control_rtt = Some(rtt);
+        self.see_rtt(rtt);
+    }
+
+    /// A peer report (already checked by [`PeerReport::check`]).
+    pub fn peer(&mut self, report: &PeerReport) {
+        let Some(info) = report.info else {
+            return;
+        };
+        let counters = SenderCounters::from_peer(&info);
+        let rtt = info.rtt_us.and_then(micros);
+        if let Some(rtt) = rtt {
+            self.see_rtt(rtt);
+        }
+        self.see_kernel_min_rtt(info.min_rtt_us.and_then(micros));
+        self.take_counters(report.at, counters, rtt, &info);
+        self.last_peer = Some(*report);
+    }
+
+    /// The last accepted peer report, to check the next against.
+    pub fn last_peer(&self) -> Option<&PeerReport> {
+        self.last_peer.as_ref()
+    }
+
+    fn take_counters(
+        &mut self,
+        at: Duration,
+        counters: SenderCounters,
+        rtt: Option<Duration>,
+        info: &PeerInfo,
+    ) {
+        let (rwnd_share, sndbuf_share, retrans) = match &self.sender_counters {
+            Some(before) => counters.since(before),
+            None => (None, None, false),
+        };
+        self.pending_loss |= retrans;
+        self.sender_counters = Some(counters);
+        self.sender = Some(SenderInterval {
+            at,
+            rwnd_share,
+            sndbuf_share,
+            rtt,
+            min_rtt: info.min_rtt_us.and_then(micros),
+            delivery_rate: info
+                .delivery_rate_bps
+                .filter(|&r| r > 0)
+                .map(|r| r as f64 / 8.0),
+        });
+    }
+
+    /// Makes the view of `sample`; refuses a sample that goes back.
+    pub fn sample(&mut self, sample: &Sample) -> Result<View, MeterError> {
+        let info = sample.tcp_info.as_ref();
+        // A sender counts what the peer acknowledged, when the kernel says.
+        let delivered = match (self.role, info.and_then(|i| i.bytes_acked)) {
+            (Role::Sender, Some(acked)) => acked,
+            _ => sample.bytes,
+        };
+        self.delivered.push(sample.at, delivered)?;
+        let mut loss = std::mem::take(&mut self.pending_loss);
+        let mut rcv_wnd = None;
+        let mut rcv_ssthresh = None;
+        let mut inflight = None;
+        if let Some(info) = info {
+            rcv_wnd = info.rcv_wnd_bytes.map(u64::from);
+            rcv_ssthresh = Some(u64::from(info.rcv_ssthresh_bytes)).filter(|&b| b > 0);
+            match self.role {
+                Role::Sender => {
+                    inflight = Some(u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes));
+                    let own = PeerInfo::from_tcp_info(info);
+                    let rtt = own.rtt_us.and_then(micros);
+                    if let Some(rtt) = rtt {
+                        self.see_rtt(rtt);
+                    }
+                    self.see_kernel_min_rtt(own.min_rtt_us.and_then(micros));
+                    self.take_counters(sample.at, SenderCounters::from_peer(&own), rtt, &own);
+                    loss |= std::mem::take(&mut self.pending_loss);
+                }
+                Role::Receiver => {
+                    if let Some(rtt) = micros(info.rcv_rtt_us) {
+                        self.see_rtt(rtt);
+                    }
+                    if let Some(ooo) = info.rcv_ooopack {
+                        loss |= self.ooopack.is_some_and(|before| ooo > before);
+                        self.ooopack = Some(ooo);
+                    }
+                }
+            }
+        }
+        let fresh = self
+            .sender
+            .filter(|s| sample.at.saturating_sub(s.at) <= PEER_FRESH);
+        let rtt = fresh
+            .and_then(|s| s.rtt.or(s.min_rtt))
+            .or_else(|| info.and_then(|i| micros(i.rcv_rtt_us)))
+            .or(self.control_rtt);
+        let lookback = rtt.unwrap_or(MIN_RATE_LOOKBACK).max(MIN_RATE_LOOKBACK);
+        // The kernel's delivery rate covers exactly one flight; a rate from
+        // the byte counter over one RTT may catch one burst of a
+        // window-limited flow, or two.
+        let rate = fresh
+            .and_then(|s| s.delivery_rate)
+            .or_else(|| self.delivered.rate_over(lookback * 2));
+        if let Some(long) = self.delivered.rate_over(lookback * BW_LOOKBACK_RTTS) {
+            self.btl_bw.update(sample.at, long);
+        }
+        self.btl_bw.expire(sample.at);
+        Ok(View {
+            at: sample.at,
+            rate,
+            rtt,
+            rt_prop: self.rt_prop,
+            btl_bw: self.btl_bw.get(),
+            rwnd_share: fresh.and_then(|s| s.rwnd_share),
+            sndbuf_share: fresh.and_then(|s| s.sndbuf_share),
+            loss,
+            rcv_wnd,
+            rcv_ssthresh,
+            buffers: sample.buffers,
+            inflight,
+        })
+    }
+}

@@ -1,0 +1,539 @@
+//! Runs a tuner at each end of a modelled flow: the driver's job, with a
+//! virtual clock. Samples at each tuner's `next_wakeup`, control-channel
+//! RTTs, packet trains, UDP probe reports and peer messages (delayed as
+//! the path would delay them) go in; actions are applied to the model.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::model::{Cc, Flow, HEADERS, Host, MSS, Path, SocketSettings};
+use crate::tcpinfo::TcpInfoSample;
+use crate::telemetry::BufferReading;
+use crate::units::Bytes;
+use crate::{
+    Action, Context, Event, Limits, Peer, PeerInfo, PeerReport, Role, RttMeasurement, Sample,
+    Setup, TrainProbe, Tuner, TunerSpec, UdpProbeReport,
+};
+
+/// The model's step, seconds.
+const TICK: f64 = 0.001;
+/// A rightsize sender reports its `TCP_INFO` this often (what `auto`
+/// expects of the wire extension: at least twice per RTT).
+const REPORT_EVERY: f64 = 0.05;
+/// The UDP probe stream (one 100-byte probe per 10 ms, seed 001) is
+/// summed up this often.
+const PROBES_EVERY: f64 = 0.1;
+const PROBES_PER_REPORT: u32 = 10;
+/// The driver samples for telemetry this often, whatever the tuner asks.
+const TELEMETRY_EVERY: f64 = 0.1;
+
+/// One experiment.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub path: Path,
+    /// Path changes: from this second on, this path.
+    pub changes: Vec<(f64, Path)>,
+    pub host: Host,
+    pub cc: Cc,
+    pub seed: u64,
+    pub seconds: f64,
+    pub spec: TunerSpec,
+    /// The sender reports its `TCP_INFO` and both ends take sizes (a
+    /// rightsize peer).
+    pub rightsize_peer: bool,
+    /// Sizes told by one end reach the other (drsFTP's `SBUF`).
+    pub sizes: bool,
+    /// Packet trains measure this many times the true capacity.
+    pub trains: Option<f64>,
+    pub udp_probes: bool,
+    pub control_rtt_every: f64,
+    /// The sender takes the pacing ceiling it is asked for (a rightsize
+    /// peer of this version).
+    pub pacing: bool,
+}
+
+impl Scenario {
+    /// 200 Mbit/s, 2 x 50 ms, a queue of `queue_bdps` x BDP, CUBIC: the
+    /// issue's benchmark path.
+    pub fn benchmark(spec: &str, queue_bdps: f64) -> Self {
+        let rate_bps = 200e6;
+        let base_rtt = 0.1;
+        Scenario {
+            path: Path {
+                rate_bps,
+                base_rtt,
+                queue_bytes: queue_bdps * rate_bps / 8.0 * base_rtt,
+                loss: 0.0,
+            },
+            changes: Vec::new(),
+            host: Host::tuned(),
+            cc: Cc::Cubic,
+            seed: 1,
+            seconds: 20.0,
+            spec: spec.parse().unwrap_or_default(),
+            rightsize_peer: true,
+            sizes: true,
+            trains: Some(1.0),
+            udp_probes: true,
+            control_rtt_every: 1.0,
+            pacing: true,
+        }
+    }
+}
+
+/// One decision, as the driver would log it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub at: f64,
+    pub role: Role,
+    pub state: &'static str,
+    pub reason: String,
+    pub actions: Vec<Action>,
+}
+
+/// The model at one moment.
+#[derive(Debug, Clone, Copy)]
+pub struct Trace {
+    pub at: f64,
+    pub cwnd: f64,
+    pub inflight: f64,
+    pub window: f64,
+    pub sndbuf: f64,
+    pub queue_delay: f64,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub goodput: f64,
+    pub retrans_bytes: f64,
+    pub peak_rcvbuf: f64,
+    pub mean_rcvbuf: f64,
+    pub peak_sndbuf: f64,
+    pub peak_window: f64,
+    pub log: Vec<Logged>,
+    /// Payload received at each tenth of a second.
+    pub received: Vec<(f64, f64)>,
+    /// The model's state at each tenth of a second.
+    pub trace: Vec<Trace>,
+    pub receiver_state: &'static str,
+}
+
+impl Outcome {
+    /// Goodput between two times, payload bytes per second.
+    pub fn goodput_between(&self, from: f64, to: f64) -> f64 {
+        let at = |t: f64| {
+            self.received
+                .iter()
+                .rev()
+                .find(|(s, _)| *s <= t + 1e-9)
+                .map_or(0.0, |(_, b)| *b)
+        };
+        (at(to) - at(from)) / (to - from)
+    }
+
+    /// The states the receiver went through, in order, without repeats.
+    pub fn receiver_states(&self) -> Vec<&'static str> {
+        let mut states: Vec<&'static str> = Vec::new();
+        for l in self.log.iter().filter(|l| l.role == Role::Receiver) {
+            if states.last() != Some(&l.state) {
+                states.push(l.state);
+            }
+        }
+        states
+    }
+
+    /// The last value of an action kind the receiver asked for.
+    pub fn last_receiver_action(&self, pick: fn(&Action) -> Option<Bytes>) -> Option<Bytes> {
+        self.log
+            .iter()
+            .filter(|l| l.role == Role::Receiver)
+            .flat_map(|l| l.actions.iter())
+            .filter_map(pick)
+            .next_back()
+    }
+}
+
+/// `SetRcvBuf`'s size.
+pub fn rcvbuf_of(a: &Action) -> Option<Bytes> {
+    match a {
+        Action::SetRcvBuf(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// `SetWindowClamp`'s size.
+pub fn clamp_of(a: &Action) -> Option<Bytes> {
+    match a {
+        Action::SetWindowClamp(b) => Some(*b),
+        _ => None,
+    }
+}
+
+fn limits(host: &Host) -> Limits {
+    Limits {
+        rmem_max: Bytes(host.rmem_max as u64),
+        wmem_max: Bytes(host.wmem_max as u64),
+        tcp_rmem_max: Bytes(host.tcp_rmem[2] as u64),
+        tcp_wmem_max: Bytes(host.tcp_wmem[2] as u64),
+        mss: Bytes(MSS as u64),
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+fn us(s: f64) -> u32 {
+    (s * 1e6).clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
+fn receiver_sample(flow: &Flow) -> Sample {
+    Sample {
+        at: secs(flow.now),
+        bytes: flow.received as u64,
+        tcp_info: Some(TcpInfoSample {
+            snd_mss_bytes: MSS as u32,
+            rcv_rtt_us: us(flow.srtt),
+            rcv_wnd_bytes: Some(flow.advertised() as u32),
+            rcv_ssthresh_bytes: flow.rcv_ssthresh() as u32,
+            bytes_received: Some(flow.received as u64),
+            rcv_ooopack: Some(flow.ooo_packets as u32),
+            ..TcpInfoSample::default()
+        }),
+        buffers: Some(buffers(flow)),
+    }
+}
+
+fn sender_sample(flow: &Flow) -> Sample {
+    let s = flow.stats;
+    let micros = |x: f64| Some((x * 1e6) as u64);
+    Sample {
+        at: secs(flow.now),
+        bytes: (s.bytes_acked + flow.inflight) as u64,
+        tcp_info: Some(TcpInfoSample {
+            snd_mss_bytes: MSS as u32,
+            rtt_us: us(flow.srtt),
+            min_rtt_us: flow.min_rtt.is_finite().then(|| us(flow.min_rtt)),
+            snd_cwnd_segs: (flow.cwnd / MSS) as u32,
+            unacked_segs: (flow.inflight / MSS) as u32,
+            busy_time_us: micros(s.busy),
+            rwnd_limited_us: micros(s.rwnd_limited),
+            sndbuf_limited_us: micros(s.sndbuf_limited),
+            delivery_rate_bps: Some((flow.delivery_rate * 8.0) as u64),
+            bytes_acked: Some(s.bytes_acked as u64),
+            bytes_sent: Some(s.bytes_sent as u64),
+            bytes_retrans: Some(s.bytes_retrans as u64),
+            total_retrans_segs: s.retrans_segs as u32,
+            snd_wnd_bytes: Some(flow.sender_window() as u32),
+            notsent_bytes: Some(0),
+            ..TcpInfoSample::default()
+        }),
+        buffers: Some(buffers(flow)),
+    }
+}
+
+fn buffers(flow: &Flow) -> BufferReading {
+    BufferReading {
+        rcvbuf_bytes: flow.rcvbuf as u64,
+        sndbuf_bytes: flow.sndbuf as u64,
+        window_clamp_bytes: flow.clamp.min(f64::from(u32::MAX)) as u32,
+    }
+}
+
+/// A message in flight on the control channel.
+struct Pending {
+    at: f64,
+    to: Role,
+    event: Event,
+}
+
+/// Runs `scenario` and says what happened.
+pub fn run(scenario: &Scenario) -> Outcome {
+    let peer = if scenario.rightsize_peer {
+        Peer::Rightsize
+    } else {
+        Peer::Other
+    };
+    let ctx = |role| Context {
+        role,
+        limits: limits(&scenario.host),
+        peer,
+    };
+    let mut rx = scenario.spec.build(ctx(Role::Receiver));
+    let mut tx = scenario.spec.build(ctx(Role::Sender));
+    let mut log = Vec::new();
+    let (rx_setup, tx_setup) = (rx.setup(), tx.setup());
+    let pre = |rx: &Setup, tx: &Setup| SocketSettings {
+        rcvbuf: rx.pre_handshake.rcvbuf.map(|b| b.get() as f64),
+        clamp: rx.pre_handshake.window_clamp.map(|b| b.get() as f64),
+        sndbuf: tx.pre_handshake.sndbuf.map(|b| b.get() as f64),
+    };
+    let mut flow = Flow::new(
+        scenario.path,
+        scenario.host,
+        scenario.cc,
+        scenario.seed,
+        pre(&rx_setup, &tx_setup),
+    );
+    let mut pending: VecDeque<Pending> = VecDeque::new();
+    // Before the first byte: the control channel's RTT and the trains.
+    let mut first = vec![Event::ControlRtt(RttMeasurement {
+        at: Duration::ZERO,
+        rtt: secs(scenario.path.base_rtt),
+    })];
+    if let Some(factor) = scenario.trains {
+        let wire = 10.0 * (MSS + HEADERS);
+        for _ in 0..5 {
+            first.push(Event::Train(TrainProbe {
+                at: Duration::ZERO,
+                bytes: wire as u64,
+                dispersion: secs(wire / (scenario.path.rate_bps / 8.0 * factor)),
+            }));
+        }
+    }
+    for event in &first {
+        deliver(
+            &mut *rx,
+            Role::Receiver,
+            event,
+            &mut flow,
+            &mut pending,
+            scenario,
+            &mut log,
+        );
+        deliver(
+            &mut *tx,
+            Role::Sender,
+            event,
+            &mut flow,
+            &mut pending,
+            scenario,
+            &mut log,
+        );
+    }
+    apply_settings(&mut flow, &rx_setup, &tx_setup);
+
+    let mut changes = scenario.changes.clone();
+    changes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut changes: VecDeque<(f64, Path)> = changes.into();
+    let (mut next_report, mut next_probe, mut next_rtt, mut next_telemetry) =
+        (REPORT_EVERY, PROBES_EVERY, scenario.control_rtt_every, 0.0);
+    let mut peaks = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut rcvbuf_time = 0.0;
+    let mut received = Vec::new();
+    let mut trace = Vec::new();
+    let ticks = (scenario.seconds / TICK).round() as u64;
+    for _ in 0..ticks {
+        while changes.front().is_some_and(|(t, _)| *t <= flow.now) {
+            if let Some((_, path)) = changes.pop_front() {
+                flow.path = path;
+            }
+        }
+        flow.step();
+        let now = flow.now;
+        peaks.0 = peaks.0.max(flow.rcvbuf);
+        peaks.1 = peaks.1.max(flow.sndbuf);
+        peaks.2 = peaks.2.max(flow.advertised());
+        rcvbuf_time += flow.rcvbuf * TICK;
+        let mut events: Vec<(Role, Event)> = Vec::new();
+        while pending.front().is_some_and(|p| p.at <= now) {
+            if let Some(p) = pending.pop_front() {
+                events.push((p.to, p.event));
+            }
+        }
+        let telemetry = now >= next_telemetry;
+        if telemetry {
+            next_telemetry += TELEMETRY_EVERY;
+            received.push((now, flow.received));
+            trace.push(Trace {
+                at: now,
+                cwnd: flow.cwnd,
+                inflight: flow.inflight,
+                window: flow.sender_window(),
+                sndbuf: flow.sndbuf,
+                queue_delay: flow.queue_delay(),
+            });
+        }
+        let due = |t: &dyn Tuner| t.next_wakeup().is_some_and(|w| w <= secs(now));
+        if telemetry || due(&*rx) {
+            events.push((Role::Receiver, Event::Sample(receiver_sample(&flow))));
+        }
+        if telemetry || due(&*tx) {
+            events.push((Role::Sender, Event::Sample(sender_sample(&flow))));
+        }
+        if now >= next_rtt {
+            next_rtt += scenario.control_rtt_every;
+            let m = RttMeasurement {
+                at: secs(now),
+                rtt: secs(flow.path_rtt()),
+            };
+            events.push((Role::Receiver, Event::ControlRtt(m)));
+            events.push((Role::Sender, Event::ControlRtt(m)));
+        }
+        if scenario.udp_probes && now >= next_probe {
+            next_probe += PROBES_EVERY;
+            let mut lost = u32::from(std::mem::take(&mut flow.overflowed_since_probe));
+            for _ in 0..PROBES_PER_REPORT {
+                if flow.path.loss > 0.0 && rng_probe(&mut flow) < flow.path.loss {
+                    lost += 1;
+                }
+            }
+            events.push((
+                Role::Receiver,
+                Event::UdpProbes(UdpProbeReport {
+                    at: secs(now),
+                    sent: PROBES_PER_REPORT,
+                    lost: lost.min(PROBES_PER_REPORT),
+                    rtt: Some(secs(flow.path_rtt())),
+                }),
+            ));
+        }
+        if scenario.rightsize_peer && now >= next_report {
+            next_report += REPORT_EVERY;
+            let info = sender_sample(&flow).tcp_info.map(|i| PeerInfo {
+                pace_bps: flow.pace.map(|p| (p * 8.0) as u64),
+                ..PeerInfo::from_tcp_info(&i)
+            });
+            post(
+                &mut pending,
+                Pending {
+                    at: now + flow.path.base_rtt / 2.0 + flow.queue_delay(),
+                    to: Role::Receiver,
+                    event: Event::Peer(PeerReport {
+                        at: Duration::ZERO,
+                        info,
+                        size: None,
+                    }),
+                },
+            );
+        }
+        for (role, mut event) in events {
+            match &mut event {
+                Event::Peer(report) => report.at = secs(now),
+                // Read when delivered, as the driver does: an earlier
+                // event of this tick may have changed the sockets.
+                Event::Sample(sample) => {
+                    *sample = match role {
+                        Role::Receiver => receiver_sample(&flow),
+                        Role::Sender => sender_sample(&flow),
+                    };
+                }
+                _ => {}
+            }
+            let tuner: &mut dyn Tuner = match role {
+                Role::Receiver => &mut *rx,
+                Role::Sender => &mut *tx,
+            };
+            deliver(
+                tuner,
+                role,
+                &event,
+                &mut flow,
+                &mut pending,
+                scenario,
+                &mut log,
+            );
+        }
+    }
+    Outcome {
+        goodput: flow.received / scenario.seconds,
+        retrans_bytes: flow.stats.bytes_retrans,
+        peak_rcvbuf: peaks.0,
+        mean_rcvbuf: rcvbuf_time / scenario.seconds,
+        peak_sndbuf: peaks.1,
+        peak_window: peaks.2,
+        log,
+        received,
+        trace,
+        receiver_state: rx.state(),
+    }
+}
+
+/// Probes share the path's random loss.
+fn rng_probe(flow: &mut Flow) -> f64 {
+    flow.probe_draw()
+}
+
+/// Queues a control-channel message, keeping the queue in time order.
+fn post(pending: &mut VecDeque<Pending>, message: Pending) {
+    let index = pending.partition_point(|p| p.at <= message.at);
+    pending.insert(index, message);
+}
+
+fn apply_settings(flow: &mut Flow, rx: &Setup, tx: &Setup) {
+    let after = rx.after_connect;
+    if let Some(b) = after.rcvbuf {
+        flow.set_rcvbuf(b.get() as f64);
+    }
+    if let Some(c) = after.window_clamp {
+        flow.set_clamp(c.get() as f64);
+    }
+    if let Some(b) = tx.after_connect.sndbuf {
+        flow.set_sndbuf(b.get() as f64);
+    }
+}
+
+fn deliver(
+    tuner: &mut dyn Tuner,
+    role: Role,
+    event: &Event,
+    flow: &mut Flow,
+    pending: &mut VecDeque<Pending>,
+    scenario: &Scenario,
+    log: &mut Vec<Logged>,
+) {
+    let decision = tuner.on_event(event);
+    for action in &decision.actions {
+        match (role, action) {
+            (Role::Receiver, Action::SetRcvBuf(b)) => flow.set_rcvbuf(b.get() as f64),
+            (Role::Receiver, Action::SetWindowClamp(c)) => flow.set_clamp(c.get() as f64),
+            (Role::Sender, Action::SetSndBuf(b)) => flow.set_sndbuf(b.get() as f64),
+            (Role::Sender, Action::SetMaxPacingRate(b)) => flow.pace = Some(b.get() as f64),
+            (Role::Receiver, Action::TellPeerPace(b)) if scenario.sizes && scenario.pacing => post(
+                pending,
+                Pending {
+                    at: flow.now + flow.path.base_rtt / 2.0,
+                    to: Role::Sender,
+                    event: Event::Peer(PeerReport {
+                        at: Duration::ZERO,
+                        info: Some(PeerInfo {
+                            pace_bps: Some(b.get().saturating_mul(8)),
+                            ..PeerInfo::default()
+                        }),
+                        size: None,
+                    }),
+                },
+            ),
+            (_, Action::TellPeer(size)) if scenario.sizes => {
+                let (to, delay) = match role {
+                    Role::Receiver => (Role::Sender, flow.path.base_rtt / 2.0),
+                    Role::Sender => (Role::Receiver, flow.path_rtt() - flow.path.base_rtt / 2.0),
+                };
+                post(
+                    pending,
+                    Pending {
+                        at: flow.now + delay,
+                        to,
+                        event: Event::Peer(PeerReport {
+                            at: Duration::ZERO,
+                            info: None,
+                            size: Some(*size),
+                        }),
+                    },
+                );
+            }
+            // The other direction's buffers do not matter to this flow.
+            _ => {}
+        }
+    }
+    if let Some(record) = decision.record {
+        log.push(Logged {
+            at: flow.now,
+            role,
+            state: record.state,
+            reason: record.reason,
+            actions: decision.actions,
+        });
+    }
+}
