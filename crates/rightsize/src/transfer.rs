@@ -281,14 +281,26 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: -o - and --json both want standard output; write the file with -o FILE");
         return Ok(ExitCode::from(2));
     }
-    let mut console = Console::new(&args.common, Direction::Get, data_on_stdout);
+    let mut console = Console::new(
+        args.common.interval,
+        args.common.verbose,
+        args.common.json,
+        Direction::Get,
+        data_on_stdout,
+    );
     let options = args.common.options(&args.url);
     let result = client::get(&args.url, &output, &options, &mut console);
     finish(console, result, &args.common)
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
-    let mut console = Console::new(&args.common, Direction::Put, false);
+    let mut console = Console::new(
+        args.common.interval,
+        args.common.verbose,
+        args.common.json,
+        Direction::Put,
+        false,
+    );
     let options = Options {
         write_size: args.write_size,
         ..args.common.options(&args.url)

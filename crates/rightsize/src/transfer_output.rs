@@ -13,8 +13,6 @@ use rightsize_tune::tcpinfo::TcpInfoSample;
 use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde_json::{Value, json};
 
-use crate::transfer::TransferArgs;
-
 /// How often the progress bar is redrawn.
 const BAR_REDRAW: Duration = Duration::from_millis(200);
 
@@ -36,15 +34,24 @@ pub struct Console {
 }
 
 impl Console {
-    pub fn new(args: &TransferArgs, direction: Direction, data_on_stdout: bool) -> Console {
+    /// `interval`: `-i`; `verbose`: `-v`; human text goes to standard error
+    /// when the data (`data_on_stdout`) or the JSON summary (`json`) takes
+    /// standard output.
+    pub fn new(
+        interval: Option<Duration>,
+        verbose: bool,
+        json: bool,
+        direction: Direction,
+        data_on_stdout: bool,
+    ) -> Console {
         Console {
-            verbose: args.verbose,
-            human_to_stderr: data_on_stdout || args.json,
-            bar: args.interval.is_none() && std::io::stderr().is_terminal(),
+            verbose,
+            human_to_stderr: data_on_stdout || json,
+            bar: interval.is_none() && std::io::stderr().is_terminal(),
             bar_drawn_at: None,
-            interval: args.interval,
+            interval,
             direction,
-            next_line_at: args.interval.unwrap_or(Duration::MAX),
+            next_line_at: interval.unwrap_or(Duration::MAX),
             last_at: Duration::ZERO,
             last_bytes: 0,
             last_retrans: 0,
