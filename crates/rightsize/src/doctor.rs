@@ -3,7 +3,6 @@
 //! `TCP_INFO` and settings, and prints the verdict of
 //! `rightsize_tune::diagnose::verdict` with its numbers and fixes.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,10 +13,9 @@ use rightsize_ftp::client::{self, BenchDirection, Options, PingOptions};
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals::StopSignals;
 use rightsize_tune::TunerSpec;
+use rightsize_tune::diagnose::doctor::{TestMeasured, verdict_text};
 use rightsize_tune::diagnose::rtt::RttStats;
-use rightsize_tune::diagnose::verdict::{
-    self, DoctorFacts, End, RunFacts, Verdict, second_half_goodput,
-};
+use rightsize_tune::diagnose::verdict::{self, DoctorFacts, End, RunFacts};
 use rightsize_tune::units::{BitRate, human_rate};
 use serde_json::json;
 
@@ -161,9 +159,9 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .filter_map(|(_, t)| t.as_ref().ok()?.bench.server_settings.clone())
         .next();
-    let (sender_host, receiver_host, sender) = match direction {
-        BenchDirection::Send => (Some(local), server_settings, End::Client),
-        BenchDirection::Receive => (server_settings, Some(local), End::Server),
+    let sender = match direction {
+        BenchDirection::Send => End::Client,
+        BenchDirection::Receive => End::Server,
     };
     let facts_of = |tune: TunerSpec| {
         tests
@@ -172,16 +170,16 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             .and_then(|(_, r)| r.as_ref().ok())
             .map(run_facts)
     };
-    let facts = DoctorFacts {
-        sender: Some(sender),
-        idle_rtt: idle.map(|s| s.min),
-        path_rate: args.bandwidth,
-        sender_host,
-        receiver_host,
-        kernel: facts_of(TunerSpec::Kernel),
-        auto: facts_of(TunerSpec::Auto),
-    };
-    if facts.kernel.is_none() && facts.auto.is_none() {
+    let facts = DoctorFacts::assemble(
+        sender,
+        idle.map(|s| s.min),
+        args.bandwidth,
+        local,
+        server_settings,
+        facts_of(TunerSpec::Kernel),
+        facts_of(TunerSpec::Auto),
+    );
+    if !facts.has_a_test() {
         let why: Vec<String> = tests
             .iter()
             .filter_map(|(t, r)| r.as_ref().err().map(|e| format!("{t}: {e}")))
@@ -232,45 +230,23 @@ fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
 
 /// What the verdict reads of one test.
 fn run_facts(test: &TestRun) -> RunFacts {
-    let sender = test.sender_tcp();
-    let peak = test
-        .samples
-        .iter()
-        .filter_map(|s| s.delivery_rate_bps)
-        .chain(sender.and_then(|s| s.delivery_rate_bps))
-        .max();
     let report = &test.bench.report;
-    let seconds = report.elapsed.as_secs_f64();
-    let delivered: Vec<(f64, u64)> = test
-        .samples
-        .iter()
-        .map(|s| (s.t_s, s.delivered_bytes))
-        .collect();
-    RunFacts {
-        tune: test.tune.to_string(),
-        goodput_bps: report.goodput_bps(),
-        seconds,
-        steady_goodput_bps: second_half_goodput(&delivered, seconds, report.bytes),
-        sender,
-        // The first samples are slow start, before any queue or limit.
-        sender_rtt_us: test.samples.iter().filter_map(|s| s.rtt_us).collect(),
-        peak_delivery_rate_bps: peak,
+    RunFacts::of(&TestMeasured {
+        tune: &test.tune.to_string(),
         fixed_buffers: test.tune != TunerSpec::Kernel,
+        goodput_bps: report.goodput_bps(),
+        elapsed: report.elapsed,
+        bytes: report.bytes,
+        samples: &test.samples,
+        sender: test.sender_tcp(),
         sender_peak_sndbuf_bytes: match test.direction {
-            BenchDirection::Send => test
-                .bench
-                .report
-                .tuning
-                .as_ref()
-                .map(|t| t.buffers.peak_sndbuf_bytes),
-            BenchDirection::Receive => test
-                .bench
-                .report
+            BenchDirection::Send => report.tuning.as_ref().map(|t| t.buffers.peak_sndbuf_bytes),
+            BenchDirection::Receive => report
                 .server_buffers
                 .as_ref()
                 .and_then(|b| b.peak_sndbuf_bytes),
         },
-    }
+    })
 }
 
 fn test_line(test: &TestRun) -> String {
@@ -290,52 +266,4 @@ fn test_line(test: &TestRun) -> String {
         share(s.and_then(|s| s.rwnd_limited_us)),
         share(s.and_then(|s| s.sndbuf_limited_us)),
     )
-}
-
-/// The verdict for people.
-pub fn verdict_text(v: &Verdict, unseen: &[String]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "VERDICT: {}", v.kind.headline());
-    let _ = writeln!(out, "  {}", v.summary);
-    let n = &v.numbers;
-    let _ = writeln!(
-        out,
-        "  numbers ({} test): goodput {}, best {}, capacity estimate {}, idle RTT {}, RTT under load (p90) {}, loss {}",
-        n.test,
-        human_rate(n.goodput_bps),
-        human_rate(n.best_goodput_bps),
-        human_rate(n.capacity_bps),
-        n.base_rtt_us
-            .map_or_else(|| "n/a".into(), |u| format!("{:.1} ms", u as f64 / 1e3)),
-        n.loaded_rtt_us
-            .map_or_else(|| "n/a".into(), |u| format!("{:.1} ms", u as f64 / 1e3)),
-        n.loss_rate
-            .map_or_else(|| "n/a".into(), |l| format!("{:.3}%", l * 100.0)),
-    );
-    if !v.fixes.is_empty() {
-        let _ = writeln!(out, "FIX:");
-        for fix in &v.fixes {
-            let _ = writeln!(out, "  on the {}: {}", fix.end.name(), fix.command);
-        }
-    }
-    if let Some(e) = v.expected_bps {
-        let _ = writeln!(
-            out,
-            "EXPECTED{}: about {}",
-            if v.fixes.is_empty() {
-                ""
-            } else {
-                " after the fix"
-            },
-            human_rate(e)
-        );
-    }
-    for note in &v.notes {
-        let _ = writeln!(out, "  note: {note}");
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for u in unseen.iter().filter(|u| seen.insert(u.as_str())) {
-        let _ = writeln!(out, "  not seen: {u}");
-    }
-    out
 }

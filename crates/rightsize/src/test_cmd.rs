@@ -23,6 +23,7 @@ use rightsize_ftp::client::{
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals::StopSignals;
 use rightsize_tune::TunerSpec;
+pub use rightsize_tune::diagnose::doctor::SenderSample;
 use rightsize_tune::diagnose::tcp::TcpSummary;
 use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde::Serialize;
@@ -119,19 +120,6 @@ impl RunArgs {
             (None, None) => BenchLimit::Time(default_time),
         }
     }
-}
-
-/// One sample of the sending end, taken every [`SAMPLE_EVERY`].
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct SenderSample {
-    pub t_s: f64,
-    pub bytes: u64,
-    /// Payload the receiver had: the bytes received, or on a sending
-    /// client its `tcpi_bytes_acked` (what it wrote includes its buffer).
-    pub delivered_bytes: u64,
-    pub rtt_us: Option<u64>,
-    pub delivery_rate_bps: Option<u64>,
-    pub retrans_segs: Option<u64>,
 }
 
 /// One interval line, as printed.

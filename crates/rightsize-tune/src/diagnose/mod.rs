@@ -6,6 +6,7 @@
 //! `TCP_INFO` summaries and host settings, and gets back numbers and a
 //! verdict that can be tested with literal values.
 
+pub mod doctor;
 pub mod rtt;
 pub mod tcp;
 pub mod verdict;
