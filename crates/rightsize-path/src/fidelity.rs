@@ -57,6 +57,47 @@ pub struct Measured {
     pub host_explained_segments: Option<u64>,
 }
 
+/// The counters of one instant, read before and after a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets the emulator's interfaces received minus those they sent.
+    pub emulator_in_minus_out: i64,
+    /// `Tcp: RetransSegs` summed over both hosts.
+    pub retrans_segs: u64,
+    /// Segments the hosts themselves dropped or received twice, summed over
+    /// both.
+    pub host_explained: u64,
+}
+
+impl Measured {
+    /// What a run measured from the counters read around it (`None` where
+    /// the backend has none, the kernel's netem). `ingress_drops`: the
+    /// emulator's input drops since the count was started just before the
+    /// run, if it could be read both times.
+    pub fn between(
+        configured_rtt: Duration,
+        idle_rtts: Vec<Duration>,
+        emulator_cpu: Option<f64>,
+        before: Option<Counters>,
+        after: Option<Counters>,
+        ingress_drops: Option<u64>,
+    ) -> Measured {
+        let both = before.zip(after);
+        Measured {
+            configured_rtt,
+            idle_rtts,
+            emulator_cpu,
+            emulator_drops: both
+                .map(|(b, a)| (a.emulator_in_minus_out - b.emulator_in_minus_out).max(0) as u64),
+            emulator_ingress_drops: ingress_drops,
+            retransmitted_segments: both
+                .map(|(b, a)| a.retrans_segs.saturating_sub(b.retrans_segs)),
+            host_explained_segments: both
+                .map(|(b, a)| a.host_explained.saturating_sub(b.host_explained)),
+        }
+    }
+}
+
 /// The verdict on one check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Check {

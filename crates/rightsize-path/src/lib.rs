@@ -26,6 +26,7 @@ pub mod fidelity;
 pub mod netem;
 pub mod rattan;
 mod raw;
+pub mod run;
 pub mod trace;
 
 use std::time::Duration;

@@ -2,13 +2,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rightsize_path::fidelity::{self, Fidelity, Measured};
-use rightsize_path::{CrossSpec, PathSpec, Side};
-use rightsize_sys::emu::{self, EmulatedPath, Record, UpOptions, counters};
+use rightsize_path::fidelity::Fidelity;
+use rightsize_path::run::{Ended, INVALID_RUN_EXIT};
+use rightsize_path::{PathSpec, Side};
+use rightsize_sys::emu::run::{self, Job, supervise};
+use rightsize_sys::emu::{self, EmulatedPath, Record, UpOptions};
 
 pub const PATH_ABOUT: &str = "\
 Two hosts in network namespaces joined by an emulated WAN link (Rattan 0.1.1, or the kernel's \
@@ -141,9 +142,6 @@ fn parse_side(input: &str) -> Result<Side, String> {
     input.parse()
 }
 
-/// Exit code of a run whose apparatus failed a fidelity check.
-const INVALID_RUN: u8 = 3;
-
 pub fn run(args: PathArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         PathCommand::Up(up) => run_up(up),
@@ -212,86 +210,6 @@ fn bring_up(spec: &PathSpec, name: Option<String>, owned: bool) -> anyhow::Resul
     )?)
 }
 
-/// The port each cross-traffic entry's sink listens on: 47000 + its index.
-const CROSS_PORT_BASE: u16 = 47000;
-
-fn start_traffic(path: &EmulatedPath, spec: &PathSpec) -> anyhow::Result<()> {
-    let record = path.record();
-    for side in [Side::Right, Side::Left] {
-        if let Some(argv) = &spec.host(side).command {
-            path.start(side, argv)?;
-        }
-    }
-    if spec.cross.is_empty() {
-        return Ok(());
-    }
-    let exe = std::env::current_exe()
-        .context("finding this program to start cross traffic")?
-        .to_string_lossy()
-        .into_owned();
-    let mut senders = Vec::new();
-    for (i, cross) in spec.cross.iter().enumerate() {
-        let from = match cross {
-            CrossSpec::Udp { from, .. } | CrossSpec::Tcp { from, .. } => *from,
-        };
-        let to = record.host(from.other()).addr;
-        let port = CROSS_PORT_BASE + i as u16;
-        path.start(
-            from.other(),
-            &[
-                exe.clone(),
-                "path".into(),
-                "cross".into(),
-                "sink".into(),
-                "--listen".into(),
-                format!("{to}:{port}"),
-            ],
-        )?;
-        let mut argv = vec![
-            exe.clone(),
-            "path".into(),
-            "cross".into(),
-            "send".into(),
-            "--to".into(),
-            format!("{to}:{port}"),
-        ];
-        match cross {
-            CrossSpec::Udp { rate, on_off, .. } => {
-                argv.extend(["--udp".into(), format!("{}bit", rate.0)]);
-                if let Some((on, off)) = on_off {
-                    argv.extend([
-                        "--on".into(),
-                        format!("{}ms", on.as_millis()),
-                        "--off".into(),
-                        format!("{}ms", off.as_millis()),
-                    ]);
-                }
-            }
-            CrossSpec::Tcp {
-                flows,
-                window,
-                congestion,
-                ..
-            } => {
-                argv.extend(["--tcp".into(), flows.to_string()]);
-                if let Some(w) = window {
-                    argv.extend(["--window".into(), format!("{}B", w.0)]);
-                }
-                if let Some(c) = congestion {
-                    argv.extend(["--congestion".into(), c.clone()]);
-                }
-            }
-        }
-        senders.push((from, argv));
-    }
-    // Sinks listen before the senders connect.
-    std::thread::sleep(Duration::from_millis(300));
-    for (from, argv) in senders {
-        path.start(from, &argv)?;
-    }
-    Ok(())
-}
-
 fn describe(record: &Record, spec: &PathSpec) -> Vec<String> {
     let mut lines = vec![format!(
         "path {} is up ({}{})",
@@ -321,31 +239,14 @@ fn describe(record: &Record, spec: &PathSpec) -> Vec<String> {
     lines
 }
 
-fn idle_check(record: &Record, spec: &PathSpec) -> anyhow::Result<Vec<Duration>> {
-    let samples = counters::idle_rtts(&record.left.namespace, record.right.addr, 10)?;
-    let configured = spec.rtt();
-    match samples.iter().min() {
-        Some(min) => eprintln!(
-            "  idle RTT {:.2} ms (min of {}; configured {:.2} ms, tolerance +{:.2} ms)",
-            min.as_secs_f64() * 1e3,
-            samples.len(),
-            configured.as_secs_f64() * 1e3,
-            fidelity::rtt_tolerance(configured).as_secs_f64() * 1e3
-        ),
-        None => eprintln!("  idle RTT: no round trip could be measured"),
-    }
-    Ok(samples)
-}
-
 fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let spec = match load_spec(&args.spec) {
         Ok(spec) => spec,
         Err(e) => return Ok(usage(&e)),
     };
     let path = bring_up(&spec, args.spec.name.clone(), false)?;
-    let record = path.record().clone();
-    let rtts = idle_check(&record, &spec)?;
-    start_traffic(&path, &spec)?;
+    let rtts = run::idle_rtts(&path, &spec, &mut |line| eprintln!("{line}"))?;
+    run::start_traffic(&path, &spec, &this_program()?)?;
     let path_record = path.detach();
     if args.json {
         let value = serde_json::json!({
@@ -486,107 +387,52 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         )));
     }
+    if args.command.is_empty() {
+        return Ok(usage("give a command after --"));
+    }
     let signals = rightsize_sys::signals::StopSignals::install()?;
     let path = bring_up(&spec, args.spec.name.clone(), true)?;
     let record = path.record().clone();
     for line in describe(&record, &spec) {
         eprintln!("{line}");
     }
-    // Measure the idle path before any traffic starts.
-    let idle = idle_check(&record, &spec)?;
-    start_traffic(&path, &spec)?;
-    let emulator_ns = record.emulator_ns.clone();
-    let hosts = [
-        record.left.namespace.as_str(),
-        record.right.namespace.as_str(),
-    ];
-    let before = match &emulator_ns {
-        Some(ns) => Some(counters::snapshot(ns, hosts)?),
-        None => None,
+    let exe = this_program()?;
+    let job = Job {
+        side: args.side,
+        command: &args.command,
+        cross_exe: &exe,
     };
-    let ticks_before = record.emulator_pid.map(counters::thread_ticks);
-    // Reading the emulator's input drops resets them: this read starts the count.
-    let ingress_before = record.emulator_pid.and_then(counters::ingress_drops);
-    let started = Instant::now();
-
-    let Some((program, rest)) = args.command.split_first() else {
-        return Ok(usage("give a command after --"));
-    };
-    let mut child = record
-        .command(args.side, program)
-        .args(rest)
-        .spawn()
-        .with_context(|| format!("cannot run `{}`", args.command.join(" ")))?;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if let Some(signal) = signals.caught() {
-            eprintln!("rightsize: {signal}: stopping the command and tearing the path down");
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let wall = started.elapsed();
-    // Let the last packets leave the emulator's queues.
-    std::thread::sleep(spec.rtt().min(Duration::from_secs(1)) + Duration::from_millis(100));
-    let after = match &emulator_ns {
-        Some(ns) => Some(counters::snapshot(ns, hosts)?),
-        None => None,
-    };
-    let cpu = match (ticks_before, record.emulator_pid) {
-        (Some(before), Some(pid)) => {
-            counters::busiest_share(&before, &counters::thread_ticks(pid), wall)
-        }
-        _ => None,
-    };
-    let verdict = fidelity::judge(Measured {
-        configured_rtt: spec.rtt(),
-        idle_rtts: idle,
-        emulator_cpu: cpu,
-        emulator_drops: match (before, after) {
-            (Some(b), Some(a)) => {
-                Some((a.emulator_in_minus_out - b.emulator_in_minus_out).max(0) as u64)
-            }
-            _ => None,
-        },
-        emulator_ingress_drops: match (ingress_before, record.emulator_pid) {
-            (Some(_), Some(pid)) => counters::ingress_drops(pid),
-            _ => None,
-        },
-        retransmitted_segments: match (before, after) {
-            (Some(b), Some(a)) => Some(a.retrans_segs.saturating_sub(b.retrans_segs)),
-            _ => None,
-        },
-        host_explained_segments: match (before, after) {
-            (Some(b), Some(a)) => Some(a.host_explained.saturating_sub(b.host_explained)),
-            _ => None,
-        },
-    });
-    print_fidelity(&verdict);
+    let stop = || signals.caught().map(|s| s.to_string());
+    let outcome = supervise(&path, &spec, job, &stop, &mut |line| eprintln!("{line}"))?;
+    print_fidelity(&outcome.fidelity);
     if let Some(file) = &args.results {
+        let (exit_code, interrupted) = match outcome.ended {
+            Ended::Interrupted => (None, true),
+            Ended::Exited { code, .. } => (code, false),
+        };
         let value = serde_json::json!({
             "command": args.command,
             "side": args.side,
-            "exit_code": status.and_then(|s| s.code()),
-            "interrupted": status.is_none(),
-            "seconds": wall.as_secs_f64(),
+            "exit_code": exit_code,
+            "interrupted": interrupted,
+            "seconds": outcome.wall.as_secs_f64(),
             "path": record,
-            "fidelity": verdict,
+            "fidelity": outcome.fidelity,
             "version": env!("CARGO_PKG_VERSION"),
             "kernel": rightsize_sys::sysctl::kernel_release().unwrap_or_default(),
         });
         write_atomic(file, &format!("{value}\n"))?;
     }
     path.down()?;
-    Ok(match status {
-        None => ExitCode::from(130),
-        Some(s) if !s.success() => ExitCode::from(s.code().unwrap_or(1).clamp(1, 255) as u8),
-        Some(_) if !verdict.valid => ExitCode::from(INVALID_RUN),
-        Some(_) => ExitCode::SUCCESS,
-    })
+    Ok(ExitCode::from(outcome.exit_code()))
+}
+
+/// This program, which makes the cross traffic.
+fn this_program() -> anyhow::Result<String> {
+    Ok(std::env::current_exe()
+        .context("finding this program to start cross traffic")?
+        .to_string_lossy()
+        .into_owned())
 }
 
 fn print_fidelity(verdict: &Fidelity) {
@@ -601,7 +447,7 @@ fn print_fidelity(verdict: &Fidelity) {
     if verdict.valid {
         eprintln!("  run valid");
     } else {
-        eprintln!("  run INVALID: a fidelity check failed (exit code {INVALID_RUN})");
+        eprintln!("  run INVALID: a fidelity check failed (exit code {INVALID_RUN_EXIT})");
     }
 }
 

@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use rightsize_path::run::INVALID_RUN_EXIT;
 use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
@@ -23,9 +24,6 @@ use super::record::{self, Measured, RunRecord};
 
 /// The server's control port inside the right host's namespace.
 pub const PORT: u16 = 2121;
-
-/// Exit code of `rightsize path run` when a fidelity check failed.
-pub const INVALID_RUN_EXIT: i32 = 3;
 
 /// Waits until `$1:$2` accepts a connection (each try costs one round
 /// trip), then runs the rest of the arguments: the server starts in the
@@ -207,7 +205,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     let expected_exit = if outcome.fidelity_valid {
         0
     } else {
-        INVALID_RUN_EXIT
+        i32::from(INVALID_RUN_EXIT)
     };
     if status.code() != Some(expected_exit) {
         outcome.error = Some(format!(

@@ -5,6 +5,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use rightsize_path::fidelity::Counters;
+
 use super::EmuError;
 use crate::netns;
 
@@ -55,21 +57,9 @@ pub fn idle_rtts(
 /// Time between the starts of two idle-RTT probes.
 pub const PROBE_SPACING: Duration = Duration::from_millis(20);
 
-/// Counters of one instant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Packets the emulator's interfaces received minus those they sent.
-    pub emulator_in_minus_out: i64,
-    /// `Tcp: RetransSegs` summed over both hosts.
-    pub retrans_segs: u64,
-    /// Segments the hosts themselves dropped or received twice, summed over
-    /// both ([`host_explained`]).
-    pub host_explained: u64,
-}
-
-/// Reads the counters: interface packets in the emulator's namespace and
+/// Reads the [`Counters`]: interface packets in the emulator's namespace and
 /// the TCP retransmission counters of both hosts' namespaces.
-pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Snapshot, EmuError> {
+pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Counters, EmuError> {
     let dev = netns::run_in(emulator_ns, || {
         std::fs::read_to_string("/proc/thread-self/net/dev")
     })?
@@ -96,7 +86,7 @@ pub fn snapshot(emulator_ns: &str, hosts: [&str; 2]) -> Result<Snapshot, EmuErro
         })?;
         explained += host_explained(&netstat);
     }
-    Ok(Snapshot {
+    Ok(Counters {
         emulator_in_minus_out: in_minus_out(&dev),
         retrans_segs: retrans,
         host_explained: explained,

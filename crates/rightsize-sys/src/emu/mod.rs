@@ -18,6 +18,7 @@ pub mod counters;
 mod netem_backend;
 mod packet_sockets;
 mod rattan;
+pub mod run;
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,15 @@ pub enum EmuError {
     /// A host setting that cannot be applied.
     #[error("{0}")]
     Setting(String),
+    /// A command on the path that could not be started or waited for.
+    #[error("cannot run `{command}`")]
+    Run {
+        /// The command line.
+        command: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One host of a path.
