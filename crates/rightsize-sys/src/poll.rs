@@ -82,6 +82,14 @@ pub struct PollError {
     pub source: io::Error,
 }
 
+/// For callers that report `io::Error`s: the same kind, and a message
+/// that names the call, the descriptors and what the OS said.
+impl From<PollError> for io::Error {
+    fn from(e: PollError) -> io::Error {
+        io::Error::new(e.source.kind(), format!("{e}: {}", e.source))
+    }
+}
+
 fn describe(fds: &[(RawFd, Want)]) -> String {
     let mut out = String::new();
     for (i, (fd, want)) in fds.iter().enumerate() {
@@ -213,5 +221,12 @@ mod tests {
             source: io::Error::from_raw_os_error(libc::EINVAL),
         };
         assert_eq!(err.to_string(), "poll(fd 5 read, fd 6 write, timeout 20ms)");
+        let io = io::Error::from(err);
+        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
+        assert!(
+            io.to_string()
+                .starts_with("poll(fd 5 read, fd 6 write, timeout 20ms): Invalid argument"),
+            "{io}"
+        );
     }
 }
