@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use rightsize_core::path::fidelity::{self, Fidelity, Measured};
 use rightsize_core::path::{CrossSpec, PathSpec, Side};
 use rightsize_sys::emu::{self, EmulatedPath, Record, UpOptions, counters};
+use rightsize_sys::process::{self, Waited};
 
 pub const PATH_ABOUT: &str = "\
 Two hosts in network namespaces joined by an emulated WAN link (Rattan 0.1.1, or the kernel's \
@@ -517,17 +518,21 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .args(rest)
         .spawn()
         .with_context(|| format!("cannot run `{}`", args.command.join(" ")))?;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if let Some(signal) = signals.caught() {
+    let mut caught = None;
+    let poll = rightsize_sys::signals::POLL_INTERVAL;
+    let waited = process::wait_until(&mut child, None, poll, || {
+        caught = signals.caught();
+        caught.is_some()
+    })?;
+    let status = match waited {
+        Waited::Exited(status) => Some(status),
+        Waited::Stopped | Waited::TimedOut => {
+            let signal = caught.unwrap_or("a signal");
             eprintln!("rightsize: {signal}: stopping the command and tearing the path down");
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            None
         }
-        std::thread::sleep(Duration::from_millis(50));
     };
     let wall = started.elapsed();
     // Let the last packets leave the emulator's queues.
