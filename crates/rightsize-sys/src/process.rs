@@ -196,7 +196,8 @@ impl ProcessGroup {
 
     /// Waits up to `timeout` (looking every `interval`) for the leader to
     /// exit, then kills what it left in its group and reaps it. On
-    /// [`Waited::TimedOut`] everything still runs until `self` is dropped.
+    /// [`Waited::TimedOut`] too the group is killed and the leader reaped
+    /// before this returns (`self` is dropped).
     pub fn wait(mut self, timeout: Duration, interval: Duration) -> Result<Waited, ProcessError> {
         let deadline = Instant::now() + timeout;
         let exited = poll(Some(deadline), interval, &mut || false, || {
