@@ -13,6 +13,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::process::{self, Signal};
+
 /// Every namespace rightsize creates starts with this.
 pub const PREFIX: &str = "rs-";
 
@@ -262,16 +264,15 @@ pub fn processes_in(name: &str) -> Vec<u32> {
 pub fn kill_processes_in(name: &str, grace: std::time::Duration) -> usize {
     let pids = processes_in(name);
     for &pid in &pids {
-        // SAFETY: kill(2) with a pid read from /proc; a stale pid fails harmlessly.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        // A pid read from /proc; a stale one fails harmlessly.
+        let _ = process::signal(pid, Signal::Term);
     }
     let deadline = std::time::Instant::now() + grace;
     while std::time::Instant::now() < deadline && !processes_in(name).is_empty() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     for pid in processes_in(name) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let _ = process::signal(pid, Signal::Kill);
     }
     pids.len()
 }

@@ -11,11 +11,11 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::addr::{find_epsv_port, find_pasv_address};
+use rightsize_sys::poll;
 use rightsize_sys::socket::{self, Applied, BufferRequest};
 use serde::Serialize;
 
@@ -248,32 +248,12 @@ fn accept_from(
                 if left.is_zero() {
                     return Ok(None);
                 }
-                wait_readable(listener, left)?;
+                // Ready or not, the accept above says (a signal ends the wait early).
+                poll::readable(listener, left)?;
             }
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Waits until `listener` has a connection to accept or `limit` passes.
-fn wait_readable(listener: &TcpListener, limit: Duration) -> io::Result<()> {
-    let mut pfd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // Round up so a sub-millisecond remainder does not spin.
-    let ms = libc::c_int::try_from(limit.as_millis().saturating_add(1)).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `pfd` is one valid pollfd that lives across the call, and
-    // the count passed is 1.
-    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 fn unexpected(

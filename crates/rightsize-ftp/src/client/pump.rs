@@ -11,20 +11,21 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use rightsize_ftp_proto::{PeerMessage, Reply};
+use rightsize_sys::poll;
 use rightsize_sys::telemetry::{Inbox, ToPeer};
 use rightsize_tune::PeerInfo;
 use rightsize_tune::units::Bytes;
 
 use super::control::{Incoming, Input};
 
-/// How often the reader looks at its stop flag, milliseconds.
-const POLL_MS: libc::c_int = 50;
+/// How often the reader looks at its stop flag.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Malformed notices kept for the report.
 const MAX_IGNORED: usize = 20;
 
@@ -159,7 +160,7 @@ impl Pump {
         Ok(Pump { stop, thread })
     }
 
-    /// Stops reading (within [`POLL_MS`]) and gives back what was read and
+    /// Stops reading (within [`POLL_INTERVAL`]) and gives back what was read and
     /// not handed out, and a read error if one ended it early.
     pub(crate) fn stop(self) -> (Input, Option<io::Error>) {
         self.stop.store(true, Ordering::SeqCst);
@@ -227,13 +228,9 @@ fn pump(
     }
 }
 
-/// Waits up to [`POLL_MS`] for the control connection to have bytes.
+/// Waits up to [`POLL_INTERVAL`] for the control connection to have bytes
+/// (or its end). A failed poll counts as nothing yet: the read after a
+/// later one reports what is wrong with the connection.
 fn readable(control: &TcpStream) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: control.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, count 1.
-    unsafe { libc::poll(&mut pfd, 1, POLL_MS) > 0 }
+    matches!(poll::readable(control, POLL_INTERVAL), Ok(true))
 }

@@ -10,11 +10,10 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::session::bench::{BenchHost, BenchPath, classify};
 use rightsize_ftp_proto::session::report::DataSocketBuffers;
@@ -26,6 +25,7 @@ use rightsize_tune::diagnose::tcp::TcpSummary;
 
 use rightsize_ftp_proto::command::OptsCommand;
 use rightsize_ftp_proto::{Command, PeerMessage, RightsizeOpts};
+use rightsize_sys::poll::{self, Want};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
 use rightsize_tune::units::Bytes;
@@ -515,22 +515,19 @@ impl Conn {
 fn control_open(control: &TcpStream) -> bool {
     let mut byte = [0u8; 1];
     // Give a dying client's control FIN a moment to arrive after its data FIN.
-    let mut pfd = libc::pollfd {
-        fd: control.as_raw_fd(),
-        events: libc::POLLIN | libc::POLLRDHUP,
-        revents: 0,
+    // A failed poll says nothing about the peer: assume it is still there.
+    let Ok(ready) = poll::wait_one(control, Want::Read, CONTROL_CHECK) else {
+        return true;
     };
-    // SAFETY: one valid pollfd, count 1.
-    let ready = unsafe { libc::poll(&mut pfd, 1, CONTROL_CHECK_MS) };
-    if ready <= 0 {
+    if !ready.any() {
         return true;
     }
-    if pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+    if ready.hung_up {
         return false;
     }
     !matches!(control.peek(&mut byte), Ok(0) | Err(_))
 }
 
-/// How long (ms) to wait for a dying client's control-connection FIN after
-/// its data connection ended.
-const CONTROL_CHECK_MS: libc::c_int = 20;
+/// How long to wait for a dying client's control-connection FIN after its
+/// data connection ended.
+const CONTROL_CHECK: Duration = Duration::from_millis(20);

@@ -20,7 +20,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use rightsize_ftp_proto::session::TransferOutcome;
 use rightsize_sys::socket::{self, Applied, BufferRequest};
 use rightsize_sys::telemetry::Finished;
+use rightsize_sys::{poll, zero_copy};
 use rightsize_tune::write_size::WriteSize;
 
 use crate::writes::{self, CopyError, ZEROS};
@@ -261,7 +262,8 @@ fn accept_from_peer(
         if left.is_zero() {
             return Err(timed_out());
         }
-        if !poll_readable(listener, left.min(ACCEPT_POLL)) {
+        // A failed poll is retried like a quiet one, until the deadline.
+        if !matches!(poll::readable(listener, left.min(ACCEPT_POLL)), Ok(true)) {
             continue;
         }
         match listener.accept() {
@@ -280,19 +282,6 @@ fn accept_from_peer(
             Err(e) => return Err(TransferOutcome::DataConnectFailed(format!("accept: {e}"))),
         }
     }
-}
-
-/// Waits up to `timeout` for `fd` to become readable (a pending accept).
-fn poll_readable(fd: &impl AsRawFd, timeout: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd, count 1.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    n > 0
 }
 
 fn send(
@@ -368,13 +357,7 @@ fn zero_file() -> Option<&'static File> {
     static ZERO_FILE: OnceLock<Option<File>> = OnceLock::new();
     ZERO_FILE
         .get_or_init(|| {
-            // SAFETY: a NUL-terminated name and valid flags.
-            let fd = unsafe { libc::memfd_create(c"rightsize-zero".as_ptr(), libc::MFD_CLOEXEC) };
-            if fd < 0 {
-                return None;
-            }
-            // SAFETY: memfd_create returned a new descriptor that we own.
-            let mut file = unsafe { File::from_raw_fd(fd) };
+            let mut file = zero_copy::memfd_create(c"rightsize-zero").ok()?;
             for _ in 0..ZERO_FILE_BYTES / ZEROS.len() {
                 file.write_all(&ZEROS).ok()?;
             }
@@ -405,7 +388,7 @@ fn send_zero_file(
     mut remaining: u64,
     progress: &Progress,
 ) -> Result<(), SendError> {
-    let mut offset: libc::off_t = 0;
+    let mut offset: u64 = 0;
     while remaining > 0 {
         if usize::try_from(offset).map_or(true, |at| at >= ZERO_FILE_BYTES) {
             offset = 0;
@@ -426,31 +409,24 @@ fn send_zero_file(
 }
 
 /// One `sendfile(2)` of at most `count` bytes, from `offset` (advanced) or
-/// from the file's own position; retried on EINTR. Returns the bytes sent,
-/// 0 at the end of the file. EIO is the file's fault, EAGAIN (the send
-/// timeout) the idle timeout, anything else the network's.
+/// from the file's own position. Returns the bytes sent, 0 at the end of
+/// the file. EIO is the file's fault, EAGAIN (the send timeout) the idle
+/// timeout, anything else the network's.
 fn sendfile(
     stream: &TcpStream,
     file: &File,
-    offset: Option<&mut libc::off_t>,
+    offset: Option<&mut u64>,
     count: usize,
 ) -> Result<usize, SendError> {
-    let offset = offset.map_or(std::ptr::null_mut(), |o| o as *mut libc::off_t);
-    loop {
-        // SAFETY: both descriptors are open for the call; `offset` is null
-        // (the file's own position, which sendfile advances) or ours.
-        let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), offset, count) };
-        if let Ok(sent) = usize::try_from(n) {
-            return Ok(sent);
+    zero_copy::sendfile(stream, file, offset, count).map_err(|e| {
+        if e.is_read_error() {
+            SendError::Local(e.source)
+        } else if e.is_would_block() {
+            SendError::Network(idle_timeout())
+        } else {
+            SendError::Network(e.source)
         }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => {}
-            Some(libc::EIO) => return Err(SendError::Local(e)),
-            Some(libc::EAGAIN) => return Err(SendError::Network(idle_timeout())),
-            _ => return Err(SendError::Network(e)),
-        }
-    }
+    })
 }
 
 fn idle_timeout() -> io::Error {

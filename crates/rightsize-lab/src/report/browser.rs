@@ -4,10 +4,11 @@
 //! full-page screenshot; [`rendered`](super::rendered) judges both.
 //!
 //! System side: this module runs processes and writes files. Each
-//! Chromium run is its own process group with a time limit
-//! ([`BROWSER_TIMEOUT`]); when it ends, or on timeout, or on any early
-//! return, the whole group is killed (Chromium leaves helper processes
-//! behind otherwise) and its scratch files removed.
+//! Chromium run is its own process group
+//! ([`ProcessGroup`](rightsize_sys::process::ProcessGroup)) with a time
+//! limit ([`BROWSER_TIMEOUT`]); when it ends, or on timeout, or on any
+//! early return, the whole group is killed (Chromium leaves helper
+//! processes behind otherwise) and its scratch files removed.
 //!
 //! The report itself is not changed: the probe runs in a copy next to it
 //! (`.index.html.probe-PID-N.html`, removed afterwards), the screenshot is
@@ -16,11 +17,12 @@
 use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rightsize_sys::process::{ProcessError, ProcessGroup, Waited};
 
 use super::rendered::{self, BrowserCheck};
 
@@ -61,6 +63,9 @@ pub enum BrowserError {
         path: PathBuf,
         source: io::Error,
     },
+    /// Chromium could not be started or waited for.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
     #[error("{command} ({what}) did not finish in {timeout:?}; killed it")]
     TimedOut {
         command: PathBuf,
@@ -223,23 +228,18 @@ impl Chromium {
         .args(args)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .process_group(0);
-        let child = cmd.spawn().map_err(io_err("running", &self.command))?;
-        let status = Group(Some(child))
-            .wait(BROWSER_TIMEOUT)
-            .map_err(|e| match e {
-                Waited::TimedOut => BrowserError::TimedOut {
+        .stderr(err);
+        let group = ProcessGroup::spawn(&mut cmd)?;
+        let status = match group.wait(BROWSER_TIMEOUT, POLL)? {
+            Waited::Exited(status) => status,
+            Waited::TimedOut | Waited::Stopped => {
+                return Err(BrowserError::TimedOut {
                     command: self.command.clone(),
                     what,
                     timeout: BROWSER_TIMEOUT,
-                },
-                Waited::Io(source) => BrowserError::Io {
-                    what: "waiting for",
-                    path: self.command.clone(),
-                    source,
-                },
-            })?;
+                });
+            }
+        };
         if !status.success() {
             let stderr = fs::read_to_string(&err_path).unwrap_or_default();
             return Err(BrowserError::Failed {
@@ -256,79 +256,6 @@ impl Chromium {
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-enum Waited {
-    TimedOut,
-    Io(io::Error),
-}
-
-/// A child that leads its own process group; dropping it kills the group
-/// and reaps the child.
-struct Group(Option<Child>);
-
-impl Group {
-    /// Waits for the leader to exit (at most `timeout`), kills what it
-    /// left in its group, and reaps it.
-    fn wait(mut self, timeout: Duration) -> Result<ExitStatus, Waited> {
-        let deadline = Instant::now() + timeout;
-        while !self.leader_exited().map_err(Waited::Io)? {
-            if Instant::now() >= deadline {
-                return Err(Waited::TimedOut); // Drop kills the group
-            }
-            std::thread::sleep(POLL);
-        }
-        self.kill_group();
-        match self.0.take() {
-            Some(mut child) => child.wait().map_err(Waited::Io),
-            None => Err(Waited::Io(io::Error::other("no child"))),
-        }
-    }
-
-    /// Whether the leader has exited, without reaping it: while it is an
-    /// unreaped zombie its pid (the group's id) cannot be reused, so
-    /// killing the group afterwards cannot hit anyone else's.
-    fn leader_exited(&self) -> io::Result<bool> {
-        let Some(pid) = self.pid() else {
-            return Ok(true);
-        };
-        // SAFETY: waitid(2) writes only into `info`, a zeroed siginfo_t
-        // we own; WNOWAIT leaves the child to be reaped by Child::wait.
-        let exited = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-            if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            info.si_pid() != 0
-        };
-        Ok(exited)
-    }
-
-    fn pid(&self) -> Option<libc::pid_t> {
-        self.0
-            .as_ref()
-            .and_then(|c| libc::pid_t::try_from(c.id()).ok())
-    }
-
-    fn kill_group(&self) {
-        if let Some(pid) = self.pid() {
-            // SAFETY: kill(2) with a negative pid signals the process
-            // group `process_group(0)` made for this (unreaped) child.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill_group();
-        if let Some(mut child) = self.0.take() {
-            let _ = child.wait();
-        }
-    }
 }
 
 /// `PID-N`, a different N each call: names no other check in this or a
@@ -387,47 +314,5 @@ mod tests {
             file_url(Path::new("/tmp/a b/ré#1.html")),
             OsString::from("file:///tmp/a%20b/r%C3%A9%231.html")
         );
-    }
-
-    #[test]
-    fn a_hung_group_is_killed_at_the_timeout() {
-        let child = Command::new("sh")
-            .args(["-c", "sleep 30 & sleep 30"])
-            .process_group(0)
-            .spawn()
-            .expect("sh");
-        let pid = child.id() as libc::pid_t;
-        let started = Instant::now();
-        assert!(matches!(
-            Group(Some(child)).wait(Duration::from_millis(100)),
-            Err(Waited::TimedOut)
-        ));
-        assert!(started.elapsed() < Duration::from_secs(5));
-        // SIGKILL is delivered asynchronously: give the orphan a moment.
-        let mut left = live_members(pid);
-        for _ in 0..100 {
-            if left.is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-            left = live_members(pid);
-        }
-        assert!(left.is_empty(), "the group outlived its Group: {left:?}");
-    }
-
-    /// Processes of group `pgid` that are not zombies (an orphan killed
-    /// with the group may wait for init to reap it).
-    fn live_members(pgid: libc::pid_t) -> Vec<String> {
-        let Ok(dir) = fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| fs::read_to_string(e.ok()?.path().join("stat")).ok())
-            .filter(|stat| {
-                // pid (comm) state ppid pgrp ...
-                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                f.len() > 3 && f[3] == pgid.to_string() && f[0] != "Z" && f[0] != "X"
-            })
-            .collect()
     }
 }

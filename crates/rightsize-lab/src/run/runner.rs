@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rightsize_path::run::INVALID_RUN_EXIT;
+use rightsize_sys::process::{self, Signal, Waited};
 use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
@@ -37,6 +38,9 @@ const LOG_THEN_RUN: &str = "log=$1; shift; exec \"$@\" >\"$log\" 2>&1";
 
 /// How long `path run` gets to tear down after SIGTERM.
 const TERM_GRACE: Duration = Duration::from_secs(30);
+
+/// How often a running `path run` is looked at.
+const RUN_POLL: Duration = Duration::from_millis(100);
 
 /// What to run.
 #[derive(Debug)]
@@ -144,23 +148,23 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         .spawn()
         .with_context(|| format!("cannot start {command:?}"))?;
     let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if !timed_out && started.elapsed() > run.deadline {
-            // SIGTERM: path run stops the client and tears the path down.
-            timed_out = true;
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-        }
-        if timed_out && started.elapsed() > run.deadline + TERM_GRACE {
-            let _ = child.kill();
-            break child.wait()?;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status =
+        match process::wait_until(&mut child, Some(started + run.deadline), RUN_POLL, || false)? {
+            Waited::Exited(status) => status,
+            Waited::TimedOut | Waited::Stopped => {
+                // SIGTERM: path run stops the client and tears the path down.
+                timed_out = true;
+                let _ = process::signal(child.id(), Signal::Term);
+                let grace_end = started + run.deadline + TERM_GRACE;
+                match process::wait_until(&mut child, Some(grace_end), RUN_POLL, || false)? {
+                    Waited::Exited(status) => status,
+                    Waited::TimedOut | Waited::Stopped => {
+                        let _ = child.kill();
+                        child.wait()?
+                    }
+                }
+            }
+        };
     let wall = started.elapsed();
     let mut outcome = Outcome {
         wall,

@@ -10,18 +10,18 @@
 //! itself dropped is reported, so that losses at the sink are not mistaken
 //! for losses at the bottleneck.
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use rightsize_path::cross::IpVersion;
 use serde::Serialize;
 
 use super::{CrossError, MAX_ERRORS_KEPT, POLL_INTERVAL, Span, Times, is_timeout};
+use crate::poll;
 use crate::socket::{self, BufferApplied, BufferRequest};
 
 /// `SO_RCVBUF` asked for on the UDP socket. The kernel keeps twice the
@@ -243,11 +243,11 @@ fn bind_both(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), CrossError> {
 fn accept_tcp(listener: &TcpListener, counters: &Arc<Counters>, stop: &Arc<AtomicBool>) {
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        match readable(listener.as_fd(), POLL_INTERVAL) {
+        match poll::readable(listener, POLL_INTERVAL) {
             Ok(false) => continue,
             Ok(true) => {}
             Err(err) => {
-                counters.note(format!("poll on the TCP listener: {err}"));
+                counters.note(format!("the TCP listener: {err}: {}", err.source));
                 std::thread::sleep(POLL_INTERVAL);
                 continue;
             }
@@ -328,30 +328,6 @@ fn receive_udp(udp: &UdpSocket, counters: &Counters, stop: &AtomicBool) {
                 std::thread::sleep(POLL_INTERVAL);
             }
         }
-    }
-}
-
-/// Whether `fd` becomes readable within `timeout` (`poll(2)`).
-fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
-    let mut pollfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd for the duration of the call; `fd` is live.
-    let rc = unsafe { libc::poll(&mut pollfd, 1, ms) };
-    match rc {
-        rc if rc < 0 => {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(err)
-            }
-        }
-        0 => Ok(false),
-        _ => Ok(true),
     }
 }
 

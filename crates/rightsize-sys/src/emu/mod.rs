@@ -80,7 +80,10 @@ pub enum EmuError {
     /// A host setting that cannot be applied.
     #[error("{0}")]
     Setting(String),
-    /// A command on the path that could not be started or waited for.
+    /// Waiting for or signalling a process of the path.
+    #[error(transparent)]
+    Process(#[from] crate::process::ProcessError),
+    /// A command on the path that could not be started.
     #[error("cannot run `{command}`")]
     Run {
         /// The command line.

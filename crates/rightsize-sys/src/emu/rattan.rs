@@ -9,6 +9,7 @@ use rightsize_path::rattan::{self as config_gen, LEFT_ADDR, RIGHT_ADDR};
 
 use super::{EmuError, HostRecord, Record, packet_sockets};
 use crate::netns;
+use crate::process::{self, Signal};
 
 /// The Rattan release rightsize is built and tested against.
 pub const VERSION: &str = "0.1.1";
@@ -254,15 +255,14 @@ pub(super) fn stop(pid: u32) {
     if comm.trim() != "rattan" {
         return;
     }
-    // SAFETY: kill(2) on a pid we just checked is Rattan.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    // A pid we just checked is Rattan's.
+    let _ = process::signal(pid, Signal::Term);
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline && running(pid) {
         std::thread::sleep(Duration::from_millis(20));
     }
     if running(pid) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let _ = process::signal(pid, Signal::Kill);
     }
 }
 

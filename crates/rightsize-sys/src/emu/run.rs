@@ -13,12 +13,11 @@ use rightsize_path::run::Ended;
 use rightsize_path::{PathSpec, Side};
 
 use super::{EmuError, EmulatedPath, counters};
+use crate::process::{self, Waited};
+use crate::signals::POLL_INTERVAL;
 
 /// Idle round trips measured before the command starts.
 pub const IDLE_PROBES: usize = 10;
-
-/// How often the command is checked for having exited.
-const POLL_EVERY: Duration = Duration::from_millis(50);
 
 /// The longest wait after the command for the last packets to leave the
 /// emulator's queues (one RTT, at most this, plus 100 ms).
@@ -99,31 +98,25 @@ pub fn supervise(
             command: command_line(),
             source,
         })?;
-    let ended = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                break Ended::Exited {
-                    success: status.success(),
-                    code: status.code(),
-                };
-            }
-            Ok(None) => {}
-            Err(source) => {
-                return Err(EmuError::Run {
-                    command: command_line(),
-                    source,
-                });
-            }
-        }
-        if let Some(why) = stop() {
+    let mut why = None;
+    let waited = process::wait_until(&mut child, None, POLL_INTERVAL, || {
+        why = stop();
+        why.is_some()
+    })?;
+    let ended = match waited {
+        Waited::Exited(status) => Ended::Exited {
+            success: status.success(),
+            code: status.code(),
+        },
+        Waited::Stopped | Waited::TimedOut => {
+            let why = why.unwrap_or_else(|| "a signal".to_owned());
             log(format!(
                 "rightsize: {why}: stopping the command and tearing the path down"
             ));
             let _ = child.kill();
             let _ = child.wait();
-            break Ended::Interrupted;
+            Ended::Interrupted
         }
-        std::thread::sleep(POLL_EVERY);
     };
     let wall = started.elapsed();
     // Let the last packets leave the emulator's queues.
