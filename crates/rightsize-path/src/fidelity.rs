@@ -124,6 +124,34 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
+impl Fidelity {
+    /// The verdict for people: a line per check, then valid or not (with
+    /// the exit code `path run` gives an invalid run).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .checks
+            .iter()
+            .map(|check| {
+                let mark = match check.ok {
+                    Some(true) => "ok",
+                    Some(false) => "FAILED",
+                    None => "not measured",
+                };
+                format!("  fidelity {:<14} {mark}: {}", check.name, check.detail)
+            })
+            .collect();
+        lines.push(if self.valid {
+            "  run valid".to_owned()
+        } else {
+            format!(
+                "  run INVALID: a fidelity check failed (exit code {})",
+                crate::run::INVALID_RUN_EXIT
+            )
+        });
+        lines
+    }
+}
+
 /// Judges what was measured.
 pub fn judge(measured: Measured) -> Fidelity {
     let mut checks = Vec::new();

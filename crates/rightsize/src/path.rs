@@ -5,11 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rightsize_path::fidelity::Fidelity;
-use rightsize_path::run::{Ended, INVALID_RUN_EXIT};
 use rightsize_path::{PathSpec, Side};
+use rightsize_sys::emu;
 use rightsize_sys::emu::run::{self, Job, supervise};
-use rightsize_sys::emu::{self, EmulatedPath, Record, UpOptions};
 
 pub const PATH_ABOUT: &str = "\
 Two hosts in network namespaces joined by an emulated WAN link (Rattan 0.1.1, or the kernel's \
@@ -142,6 +140,11 @@ fn parse_side(input: &str) -> Result<Side, String> {
     input.parse()
 }
 
+/// Lines for people go to standard error.
+fn say(line: String) {
+    eprintln!("{line}");
+}
+
 pub fn run(args: PathArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         PathCommand::Up(up) => run_up(up),
@@ -195,58 +198,14 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Brings the spec up after clearing what dead runs left behind.
-fn bring_up(spec: &PathSpec, name: Option<String>, owned: bool) -> anyhow::Result<EmulatedPath> {
-    emu::preflight_root()?;
-    for removed in emu::down_stale().context("clearing what earlier runs left behind")? {
-        eprintln!("removed {removed}, left behind by a run that died");
-    }
-    Ok(EmulatedPath::up(
-        spec,
-        UpOptions {
-            name,
-            die_with_parent: owned,
-        },
-    )?)
-}
-
-fn describe(record: &Record, spec: &PathSpec) -> Vec<String> {
-    let mut lines = vec![format!(
-        "path {} is up ({}{})",
-        record.name,
-        record.backend,
-        match (&record.emulator_pid, &record.emulator_id) {
-            (Some(pid), Some(id)) => format!(", emulator pid {pid}, id {id}"),
-            _ => String::new(),
-        }
-    )];
-    for side in [Side::Left, Side::Right] {
-        let host = record.host(side);
-        lines.push(format!(
-            "  {:<5} {:<10} namespace {}",
-            side.name(),
-            host.addr.to_string(),
-            host.namespace
-        ));
-    }
-    lines.extend(spec.describe().into_iter().map(|l| format!("  {l}")));
-    if let Some(bytes) = record.emulator_ingress_buffer {
-        lines.push(format!(
-            "  emulator input buffer {:.1} MB per packet socket (so that a burst reaches the queue)",
-            bytes as f64 / 1e6
-        ));
-    }
-    lines
-}
-
 fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let spec = match load_spec(&args.spec) {
         Ok(spec) => spec,
         Err(e) => return Ok(usage(&e)),
     };
-    let path = bring_up(&spec, args.spec.name.clone(), false)?;
+    let path = run::bring_up(&spec, args.spec.name.clone(), false, &mut say)?;
     let rtts = run::idle_rtts(&path, &spec, &mut |line| eprintln!("{line}"))?;
-    run::start_traffic(&path, &spec, &this_program()?)?;
+    run::start_traffic(&path, &spec, &this_program()?, None)?;
     let path_record = path.detach();
     if args.json {
         let value = serde_json::json!({
@@ -260,7 +219,7 @@ fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {
         });
         println!("{value}");
     } else {
-        for line in describe(&path_record, &spec) {
+        for line in run::describe(&path_record, &spec) {
             println!("{line}");
         }
         println!(
@@ -391,9 +350,9 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(usage("give a command after --"));
     }
     let signals = rightsize_sys::signals::StopSignals::install()?;
-    let path = bring_up(&spec, args.spec.name.clone(), true)?;
+    let path = run::bring_up(&spec, args.spec.name.clone(), true, &mut say)?;
     let record = path.record().clone();
-    for line in describe(&record, &spec) {
+    for line in run::describe(&record, &spec) {
         eprintln!("{line}");
     }
     let exe = this_program()?;
@@ -401,26 +360,18 @@ fn run_run(args: RunArgs) -> anyhow::Result<ExitCode> {
         side: args.side,
         command: &args.command,
         cross_exe: &exe,
+        stdout: None,
+        stderr: None,
+        wait_for_port: None,
+        host_logs: None,
     };
     let stop = || signals.caught().map(|s| s.to_string());
     let outcome = supervise(&path, &spec, job, &stop, &mut |line| eprintln!("{line}"))?;
-    print_fidelity(&outcome.fidelity);
+    for line in outcome.fidelity.lines() {
+        eprintln!("{line}");
+    }
     if let Some(file) = &args.results {
-        let (exit_code, interrupted) = match outcome.ended {
-            Ended::Interrupted => (None, true),
-            Ended::Exited { code, .. } => (code, false),
-        };
-        let value = serde_json::json!({
-            "command": args.command,
-            "side": args.side,
-            "exit_code": exit_code,
-            "interrupted": interrupted,
-            "seconds": outcome.wall.as_secs_f64(),
-            "path": record,
-            "fidelity": outcome.fidelity,
-            "version": env!("CARGO_PKG_VERSION"),
-            "kernel": rightsize_sys::sysctl::kernel_release().unwrap_or_default(),
-        });
+        let value = run::results_json(&args.command, args.side, &outcome, &record);
         write_atomic(file, &format!("{value}\n"))?;
     }
     path.down()?;
@@ -433,22 +384,6 @@ fn this_program() -> anyhow::Result<String> {
         .context("finding this program to start cross traffic")?
         .to_string_lossy()
         .into_owned())
-}
-
-fn print_fidelity(verdict: &Fidelity) {
-    for check in &verdict.checks {
-        let mark = match check.ok {
-            Some(true) => "ok",
-            Some(false) => "FAILED",
-            None => "not measured",
-        };
-        eprintln!("  fidelity {:<14} {mark}: {}", check.name, check.detail);
-    }
-    if verdict.valid {
-        eprintln!("  run valid");
-    } else {
-        eprintln!("  run INVALID: a fidelity check failed (exit code {INVALID_RUN_EXIT})");
-    }
 }
 
 fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {

@@ -331,22 +331,27 @@ impl EmulatedPath {
     /// the path's `SIDE.log`; it is stopped at teardown with everything
     /// else in the host's namespace.
     pub fn start(&self, side: Side, argv: &[String]) -> Result<(), EmuError> {
-        let Some((program, args)) = argv.split_first() else {
-            return Ok(());
-        };
         let log = Path::new(STATE_DIR)
             .join(&self.record.name)
             .join(format!("{}.log", side.name()));
+        self.start_logged(side, argv, &log)
+    }
+
+    /// [`start`](Self::start), its output appended to `log` instead.
+    pub fn start_logged(&self, side: Side, argv: &[String], log: &Path) -> Result<(), EmuError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Ok(());
+        };
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&log)
+            .open(log)
             .map_err(|source| EmuError::Write {
-                path: log.clone(),
+                path: log.to_owned(),
                 source,
             })?;
         let err = file.try_clone().map_err(|source| EmuError::Write {
-            path: log.clone(),
+            path: log.to_owned(),
             source,
         })?;
         let mut command = self.record.command(side, program);

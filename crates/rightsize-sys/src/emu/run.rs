@@ -6,13 +6,18 @@
 //! The verdict and the exit code are `rightsize_path`'s pure functions;
 //! this module only reads and waits.
 
+use std::fs::File;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rightsize_path::fidelity::{self, Fidelity, Measured};
 use rightsize_path::run::Ended;
 use rightsize_path::{PathSpec, Side};
 
-use super::{EmuError, EmulatedPath, counters};
+use super::{EmuError, EmulatedPath, Record, UpOptions, counters};
+use crate::netns;
 use crate::process::{self, Waited};
 use crate::signals::POLL_INTERVAL;
 
@@ -26,8 +31,13 @@ const DRAIN_AT_MOST: Duration = Duration::from_secs(1);
 /// Sinks listen this long before the cross-traffic senders connect.
 const SINKS_FIRST: Duration = Duration::from_millis(300);
 
+/// How long the command waits for [`Job::wait_for_port`]: this many
+/// connection attempts, [`PORT_RETRY`] apart.
+const PORT_TRIES: u32 = 100;
+const PORT_RETRY: Duration = Duration::from_millis(100);
+
 /// What to run on the path.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Job<'a> {
     /// The host the command runs on.
     pub side: Side,
@@ -35,6 +45,17 @@ pub struct Job<'a> {
     pub command: &'a [String],
     /// The `rightsize` program that makes the spec's cross traffic.
     pub cross_exe: &'a str,
+    /// Where the command's standard output goes (inherited when `None`).
+    pub stdout: Option<File>,
+    /// Where its standard error goes (inherited when `None`).
+    pub stderr: Option<File>,
+    /// A port on the other host that must accept a connection before the
+    /// command starts (a server the spec starts there); the run fails if it
+    /// does not within [`PORT_TRIES`] tries.
+    pub wait_for_port: Option<u16>,
+    /// Where the hosts' own commands write their output (`left.log`,
+    /// `right.log`); the path's state directory when `None`.
+    pub host_logs: Option<&'a Path>,
 }
 
 /// What came of it.
@@ -68,7 +89,7 @@ pub fn supervise(
     let record = path.record();
     let configured = spec.rtt();
     let idle = idle_rtts(path, spec, log)?;
-    start_traffic(path, spec, job.cross_exe)?;
+    start_traffic(path, spec, job.cross_exe, job.host_logs)?;
     let hosts = [
         record.left.namespace.as_str(),
         record.right.namespace.as_str(),
@@ -90,14 +111,21 @@ pub fn supervise(
         return Err(EmuError::Setting("give a command after --".into()));
     };
     let command_line = || job.command.join(" ");
-    let mut child = record
-        .command(job.side, program)
-        .args(rest)
-        .spawn()
-        .map_err(|source| EmuError::Run {
-            command: command_line(),
-            source,
-        })?;
+    if let Some(port) = job.wait_for_port {
+        wait_for_port(record, job.side, port)?;
+    }
+    let mut command = record.command(job.side, program);
+    command.args(rest);
+    if let Some(out) = job.stdout {
+        command.stdout(out);
+    }
+    if let Some(err) = job.stderr {
+        command.stderr(err);
+    }
+    let mut child = command.spawn().map_err(|source| EmuError::Run {
+        command: command_line(),
+        source,
+    })?;
     let mut why = None;
     let waited = process::wait_until(&mut child, None, POLL_INTERVAL, || {
         why = stop();
@@ -144,10 +172,22 @@ pub fn supervise(
 
 /// Starts the hosts' own commands (right first), then the cross traffic:
 /// its sinks, and after [`SINKS_FIRST`] its senders.
-pub fn start_traffic(path: &EmulatedPath, spec: &PathSpec, exe: &str) -> Result<(), EmuError> {
+/// `host_logs`: where the hosts' commands write (`SIDE.log`), else the
+/// path's state directory.
+pub fn start_traffic(
+    path: &EmulatedPath,
+    spec: &PathSpec,
+    exe: &str,
+    host_logs: Option<&Path>,
+) -> Result<(), EmuError> {
     for side in [Side::Right, Side::Left] {
         if let Some(argv) = &spec.host(side).command {
-            path.start(side, argv)?;
+            match host_logs {
+                Some(dir) => {
+                    path.start_logged(side, argv, &dir.join(format!("{}.log", side.name())))?
+                }
+                None => path.start(side, argv)?,
+            }
         }
     }
     let record = path.record();
@@ -186,4 +226,110 @@ pub fn idle_rtts(
         None => "  idle RTT: no round trip could be measured".to_owned(),
     });
     Ok(idle)
+}
+
+/// Brings `spec` up after clearing what dead runs left behind (said to
+/// `log`). `owned`: the path dies with this process (a run), rather than
+/// staying up (`path up`).
+pub fn bring_up(
+    spec: &PathSpec,
+    name: Option<String>,
+    owned: bool,
+    log: &mut dyn FnMut(String),
+) -> Result<EmulatedPath, EmuError> {
+    super::preflight_root()?;
+    for removed in super::down_stale()? {
+        log(format!("removed {removed}, left behind by a run that died"));
+    }
+    EmulatedPath::up(
+        spec,
+        UpOptions {
+            name,
+            die_with_parent: owned,
+        },
+    )
+}
+
+/// What a path that is up is, for people: its name and emulator, each
+/// host's address and namespace, the spec, the emulator's input buffers.
+pub fn describe(record: &Record, spec: &PathSpec) -> Vec<String> {
+    let mut lines = vec![format!(
+        "path {} is up ({}{})",
+        record.name,
+        record.backend,
+        match (&record.emulator_pid, &record.emulator_id) {
+            (Some(pid), Some(id)) => format!(", emulator pid {pid}, id {id}"),
+            _ => String::new(),
+        }
+    )];
+    for side in [Side::Left, Side::Right] {
+        let host = record.host(side);
+        lines.push(format!(
+            "  {:<5} {:<10} namespace {}",
+            side.name(),
+            host.addr.to_string(),
+            host.namespace
+        ));
+    }
+    lines.extend(spec.describe().into_iter().map(|l| format!("  {l}")));
+    if let Some(bytes) = record.emulator_ingress_buffer {
+        lines.push(format!(
+            "  emulator input buffer {:.1} MB per packet socket (so that a burst reaches the queue)",
+            bytes as f64 / 1e6
+        ));
+    }
+    lines
+}
+
+/// The record of a run that `path run --results` writes and the lab keeps
+/// (`path.json`): the command, how it ended, the path and the verdict, with
+/// this program's version and the kernel.
+pub fn results_json(
+    command: &[String],
+    side: Side,
+    outcome: &Supervised,
+    record: &Record,
+) -> serde_json::Value {
+    let (exit_code, interrupted) = match outcome.ended {
+        Ended::Interrupted => (None, true),
+        Ended::Exited { code, .. } => (code, false),
+    };
+    serde_json::json!({
+        "command": command,
+        "side": side,
+        "exit_code": exit_code,
+        "interrupted": interrupted,
+        "seconds": outcome.wall.as_secs_f64(),
+        "path": record,
+        "fidelity": outcome.fidelity,
+        "version": env!("CARGO_PKG_VERSION"),
+        "kernel": crate::sysctl::kernel_release().unwrap_or_default(),
+    })
+}
+
+/// Waits until the host across from `side` accepts a TCP connection on
+/// `port`, connecting from `side`'s namespace.
+fn wait_for_port(record: &Record, side: Side, port: u16) -> Result<(), EmuError> {
+    let target = SocketAddr::from((record.host(side.other()).addr, port));
+    let up = netns::run_in(&record.host(side).namespace, move || {
+        (0..PORT_TRIES).any(|_| {
+            let tried = Instant::now();
+            match TcpStream::connect_timeout(&target, PORT_RETRY * 10) {
+                Ok(_) => true,
+                Err(e) => {
+                    if e.kind() == ErrorKind::ConnectionRefused {
+                        std::thread::sleep(PORT_RETRY.saturating_sub(tried.elapsed()));
+                    }
+                    false
+                }
+            }
+        })
+    })?;
+    if up {
+        Ok(())
+    } else {
+        Err(EmuError::Setting(format!(
+            "no server on {target} after {PORT_TRIES} tries"
+        )))
+    }
 }
