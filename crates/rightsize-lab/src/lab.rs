@@ -356,6 +356,7 @@ pub fn run(
             size: p.run_size.bytes,
             dir: dir.clone(),
             deadline: budget::run_deadline(p.run_size, &path.spec),
+            stop,
         })?;
         if stop() {
             summary.interrupted = true;

@@ -140,6 +140,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                     size: size.bytes,
                     dir: dir.clone(),
                     deadline: budget::run_deadline(size, &path.spec),
+                    stop: &|| false,
                 })?;
                 let record = outcome.into_record(
                     runner::Identity {

@@ -1,7 +1,8 @@
-//! One run: a fresh emulated path (`rightsize path run`), `rightsize serve`
-//! with the tuner on the right host, `rightsize get` with the same tuner on
-//! the left (the receiver), then the numbers from the files they leave in
-//! the run's directory.
+//! One run: a fresh emulated path (brought up and judged by
+//! `rightsize_sys::emu::run`, as `rightsize path run` does), `rightsize
+//! serve` with the tuner on the right host, `rightsize get` with the same
+//! tuner on the left (the receiver) once the server listens, then the
+//! numbers from the files they leave in the run's directory.
 //!
 //! A run that fails (the client, a missing number, a hung path) is an
 //! outcome with an error, not an `Err`: the benchmark records it and goes
@@ -9,14 +10,15 @@
 //! written, `rightsize` that cannot be started).
 
 use std::fs;
+use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rightsize_path::run::INVALID_RUN_EXIT;
-use rightsize_sys::process::{self, Signal, Waited};
+use rightsize_path::run::{Ended, INVALID_RUN_EXIT};
+use rightsize_path::{PathSpec, Side};
+use rightsize_sys::emu::run::{self as emu_run, Job};
 use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
@@ -26,24 +28,7 @@ use super::record::{self, Measured, RunRecord};
 /// The server's control port inside the right host's namespace.
 pub const PORT: u16 = 2121;
 
-/// Waits until `$1:$2` accepts a connection (each try costs one round
-/// trip), then runs the rest of the arguments: the server starts in the
-/// background of `path run` and may not listen yet.
-const WAIT_THEN_RUN: &str = "host=$1 port=$2; shift 2; for i in $(seq 100); do \
-     (exec 3<>/dev/tcp/$host/$port) 2>/dev/null && exec \"$@\"; sleep 0.1; done; \
-     echo \"no server on $host:$port after 100 tries\" >&2; exit 1";
-
-/// Runs the rest of the arguments with stdout and stderr into `$1`.
-const LOG_THEN_RUN: &str = "log=$1; shift; exec \"$@\" >\"$log\" 2>&1";
-
-/// How long `path run` gets to tear down after SIGTERM.
-const TERM_GRACE: Duration = Duration::from_secs(30);
-
-/// How often a running `path run` is looked at.
-const RUN_POLL: Duration = Duration::from_millis(100);
-
 /// What to run.
-#[derive(Debug)]
 pub struct RunSpec<'a> {
     /// The `rightsize` binary (absolute).
     pub rightsize: &'a Path,
@@ -61,6 +46,21 @@ pub struct RunSpec<'a> {
     pub dir: PathBuf,
     /// When to give up on the run.
     pub deadline: Duration,
+    /// Asked while the client runs: true stops the run (Ctrl-C).
+    pub stop: &'a dyn Fn() -> bool,
+}
+
+impl std::fmt::Debug for RunSpec<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunSpec")
+            .field("path", &self.path.name)
+            .field("server_tune", &self.server_tune)
+            .field("client_tune", &self.client_tune)
+            .field("size", &self.size)
+            .field("dir", &self.dir)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What came of it.
@@ -92,14 +92,8 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot chmod {}", d.display()))?;
     }
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let rightsize = s(run.rightsize);
     let mut server: Vec<String> = [
-        "/bin/sh",
-        "-c",
-        LOG_THEN_RUN,
-        "sh",
-        &s(&dir.join("server.log")),
-        &rightsize,
+        &s(run.rightsize),
         "serve",
         "--root",
         &s(&root),
@@ -114,61 +108,85 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     .map(str::to_owned)
     .to_vec();
     server.extend(run.server_args.iter().cloned());
+    let spec_text = run.path.for_run(&server)?;
     let spec_file = dir.join("spec.toml");
-    fs::write(&spec_file, run.path.for_run(&server)?)
+    fs::write(&spec_file, &spec_text)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
+    // Trace files are absolute in the run's copy of the spec.
+    let mut read =
+        |name: &str| fs::read_to_string(name).map_err(|e| format!("cannot read {name}: {e}"));
+    let spec = PathSpec::from_toml(&spec_text, &mut read)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", spec_file.display()))?;
     let results = dir.join("path.json");
     let client_json = dir.join("client.json");
     let path_log = dir.join("path.log");
-    let mut command = Command::new(run.rightsize);
-    command
-        .args(["path", "run"])
-        .arg(&spec_file)
-        .arg("--results")
-        .arg(&results)
-        .args(["--", "bash", "-c", WAIT_THEN_RUN, "bash", "right"])
-        .arg(PORT.to_string())
-        .arg(run.rightsize)
-        .args([
-            "get",
-            &format!("ftp://right:{PORT}/.rightsize/zero/{}", run.size.0),
-            "-o",
-            "/dev/null",
-            "--tune",
-            run.client_tune,
-            "--json",
-            "--telemetry",
-        ])
-        .arg(dir.join("client.jsonl"))
-        .stdin(Stdio::null())
-        .stdout(create(&client_json)?)
-        .stderr(create(&path_log)?);
+    let client: Vec<String> = [
+        &s(run.rightsize),
+        "get",
+        &format!("ftp://right:{PORT}/.rightsize/zero/{}", run.size.0),
+        "-o",
+        "/dev/null",
+        "--tune",
+        run.client_tune,
+        "--json",
+        "--telemetry",
+        &s(&dir.join("client.jsonl")),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut log_file = create(&path_log)?;
+    let job = Job {
+        side: Side::Left,
+        command: &client,
+        cross_exe: &s(run.rightsize),
+        stdout: Some(create(&client_json)?),
+        stderr: Some(log_file.try_clone().context("cannot share the run's log")?),
+        wait_for_port: Some(PORT),
+        host_logs: Some(dir),
+    };
     let started = Instant::now();
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("cannot start {command:?}"))?;
+    let deadline = started + run.deadline;
     let mut timed_out = false;
-    let status =
-        match process::wait_until(&mut child, Some(started + run.deadline), RUN_POLL, || false)? {
-            Waited::Exited(status) => status,
-            Waited::TimedOut | Waited::Stopped => {
-                // SIGTERM: path run stops the client and tears the path down.
-                timed_out = true;
-                let _ = process::signal(child.id(), Signal::Term);
-                let grace_end = started + run.deadline + TERM_GRACE;
-                match process::wait_until(&mut child, Some(grace_end), RUN_POLL, || false)? {
-                    Waited::Exited(status) => status,
-                    Waited::TimedOut | Waited::Stopped => {
-                        let _ = child.kill();
-                        child.wait()?
-                    }
-                }
-            }
-        };
+    let stop = || {
+        if (run.stop)() {
+            Some("interrupted".to_owned())
+        } else if Instant::now() >= deadline {
+            Some("the run's deadline".to_owned())
+        } else {
+            None
+        }
+    };
+    let mut log = |line: String| {
+        let _ = writeln!(log_file, "{line}");
+    };
+    let supervised = emu_run::bring_up(&spec, None, true, &mut log).and_then(|path| {
+        for line in emu_run::describe(path.record(), &spec) {
+            log(line);
+        }
+        let outcome = emu_run::supervise(&path, &spec, job, &stop, &mut log)?;
+        for line in outcome.fidelity.lines() {
+            log(line);
+        }
+        let value = emu_run::results_json(&client, Side::Left, &outcome, path.record());
+        path.down()?;
+        Ok((outcome, value))
+    });
+    let (exit_code, results) = match supervised {
+        Ok((outcome, value)) => {
+            timed_out = outcome.ended == Ended::Interrupted && Instant::now() >= deadline;
+            fs::write(&results, format!("{value}\n"))
+                .with_context(|| format!("cannot write {}", results.display()))?;
+            (Some(i32::from(outcome.exit_code())), Some(value))
+        }
+        Err(e) => {
+            log(format!("rightsize: {e}"));
+            (Some(1), None)
+        }
+    };
     let wall = started.elapsed();
     let mut outcome = Outcome {
         wall,
-        exit_code: status.code(),
+        exit_code,
         fidelity_valid: false,
         failed_checks: Vec::new(),
         fidelity: None,
@@ -184,14 +202,8 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         ));
         return Ok(outcome);
     }
-    let results: Option<Value> = fs::read_to_string(&results)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
     let Some(results) = results else {
-        outcome.error = Some(format!(
-            "rightsize path run ({status}) wrote no results: {}",
-            log_tail()
-        ));
+        outcome.error = Some(format!("the path did not run: {}", log_tail()));
         return Ok(outcome);
     };
     let (valid, failed) = record::fidelity_of(&results);
@@ -211,9 +223,9 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     } else {
         i32::from(INVALID_RUN_EXIT)
     };
-    if status.code() != Some(expected_exit) {
+    if exit_code != Some(expected_exit) {
         outcome.error = Some(format!(
-            "rightsize path run exited {status} with a {} verdict: {}",
+            "the run exited {exit_code:?} with a {} verdict: {}",
             if outcome.fidelity_valid {
                 "valid"
             } else {
