@@ -1,7 +1,8 @@
 //! rightsize's tuning domain, pure: units and their parsing, bandwidth-delay
 //! arithmetic, `TCP_INFO` values and telemetry records, host facts, the
 //! host-tuning advice and checks, the diagnosis of a transfer's limit, the
-//! write size, and the socket-buffer tuners with their fluid model. Nothing
+//! write size, the socket-buffer tuners with their fluid model, and the
+//! driver that turns their decisions into socket requests. Nothing
 //! here does I/O or reads a clock; time is an argument.
 //!
 //! # Tuners
