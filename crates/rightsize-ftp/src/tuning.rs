@@ -7,8 +7,11 @@ use std::net::SocketAddr;
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::BufferRequest;
 use rightsize_sys::telemetry::Inbox;
+use rightsize_tune::driver::settings_actions;
 use rightsize_tune::units::Bytes;
-use rightsize_tune::{Context, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec};
+use rightsize_tune::{
+    Action, Context, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec,
+};
 
 /// The tuner `spec` names, for this end of a data connection; the limits
 /// are the host's `/proc/sys` values as they are now.
@@ -22,17 +25,21 @@ pub fn build(spec: &TunerSpec, role: Role, peer: Peer) -> Box<dyn Tuner> {
 }
 
 /// `base` (congestion control, force) with the buffers and clamp of
-/// `settings`; what `settings` leaves alone stays as `base` has it.
+/// `settings`, mapped by the same [`settings_actions`] the monitor applies
+/// after the handshake; what `settings` leaves alone stays as `base` has
+/// it.
 pub fn request(base: &BufferRequest, settings: Settings) -> BufferRequest {
     let mut request = base.clone();
-    if let Some(b) = settings.rcvbuf {
-        request.rcvbuf = Some(b.get());
-    }
-    if let Some(b) = settings.sndbuf {
-        request.sndbuf = Some(b.get());
-    }
-    if let Some(b) = settings.window_clamp {
-        request.window_clamp = Some(u32::try_from(b.get()).unwrap_or(u32::MAX));
+    for action in settings_actions(settings) {
+        match action {
+            Action::SetRcvBuf(b) => request.rcvbuf = Some(b.get()),
+            Action::SetSndBuf(b) => request.sndbuf = Some(b.get()),
+            Action::SetWindowClamp(b) => {
+                request.window_clamp = Some(u32::try_from(b.get()).unwrap_or(u32::MAX));
+            }
+            // Settings are buffers and a clamp only.
+            Action::TellPeer(_) | Action::SetMaxPacingRate(_) | Action::TellPeerPace(_) => {}
+        }
     }
     request
 }

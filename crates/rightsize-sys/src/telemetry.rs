@@ -1,16 +1,21 @@
 //! A thread that watches one data connection: it samples the socket into
-//! telemetry lines and drives the connection's tuner.
+//! telemetry lines and runs the connection's tuner driver.
+//!
+//! Every tuning decision is made in `rightsize_tune::driver`, which does no
+//! I/O: the [`Driver`] says which `setsockopt`, `getsockopt` or message to
+//! the peer comes next and assembles the decision lines, and the
+//! [`Schedule`] says when to wake. This file keeps the thread, the clock,
+//! the system calls that carry out the driver's requests (their results go
+//! back to it) and the writing of the lines.
 //!
 //! [`Monitor::start`] applies the tuner's `after_connect` settings, writes
 //! the telemetry [`Header`] line if there is a file, then a thread wakes at
 //! each telemetry tick (writing a `"sample"` line), at each time the tuner
 //! asks for a sample, and when an input arrives on the [`Inbox`] (what the
 //! peer said, probe results). Each wake-up reads `TCP_INFO` and the buffers
-//! of the socket, feeds the tuner, applies its actions with
-//! `rightsize_sys::socket`, reads back what the kernel kept (fed in the
-//! next sample) and writes one `"decision"` line per decision. The control
-//! connection's `tcpi_rtt` feeds tuners that want control-channel RTTs. A
-//! sender whose peer reads them sends its `TCP_INFO` summary every half
+//! of the socket and hands them to the driver; what the kernel kept comes
+//! back in the next sample, and each decision makes one `"decision"` line.
+//! A sender whose peer reads them sends its `TCP_INFO` summary every half
 //! RTT through the [`ToPeer`] callback, which also carries the sizes a
 //! tuner tells the peer.
 //!
@@ -31,16 +36,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rightsize_tune::driver::{Conn, Driver, Links, NO_PEER, Reply, Schedule, SocketOp, Step};
 use rightsize_tune::tcpinfo::TcpInfoSample;
 use rightsize_tune::telemetry::{
-    self, AppliedAction, BufferReading, BufferStats, BufferSummary, DecisionLine, Header,
-    IntervalError, Record, RecordKind, Recorder,
+    self, BufferReading, BufferStats, BufferSummary, Header, IntervalError, Record, RecordKind,
+    Recorder,
 };
 use rightsize_tune::units::Bytes;
-use rightsize_tune::{
-    Action, Decision, Event, PeerInfo, PeerReport, RttMeasurement, Sample, Settings, Tuner,
-};
+use rightsize_tune::{Event, PeerInfo, PeerReport, Sample, Tuner};
 use serde::Serialize;
+
+pub use rightsize_tune::driver::{ToPeer, TunerSummary};
 
 use crate::{socket, tcp_info};
 
@@ -98,15 +104,6 @@ impl std::fmt::Debug for TelemetryOut {
     }
 }
 
-/// Something for the peer, to send over the control connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToPeer {
-    /// A size the tuner tells the peer (drsFTP's in-transfer `SBUF`).
-    Size(Bytes),
-    /// This end's `TCP_INFO` summary.
-    Info(PeerInfo),
-}
-
 /// The tuner of one data connection and what it talks to.
 pub struct Tuning {
     /// The tuner, built for this end; its `pre_handshake` settings were
@@ -148,20 +145,6 @@ pub struct Finished {
     /// the tuning went on regardless.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry_error: Option<String>,
-}
-
-/// A tuner's end-of-transfer summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TunerSummary {
-    /// As `--tune` names it.
-    pub name: &'static str,
-    /// Its state at the end.
-    pub state: &'static str,
-    /// Decisions recorded (actions, state changes, ignored inputs).
-    pub decisions: u32,
-    /// Actions that failed or could not be carried out (a size for a
-    /// peer that takes none).
-    pub actions_failed: u32,
 }
 
 /// Inputs for the monitor from other threads (the control connection's
@@ -213,40 +196,19 @@ pub struct Monitor {
     last: Arc<Mutex<Option<Record>>>,
 }
 
-/// Sampling when neither telemetry nor the tuner asks for more: often
-/// enough to see a buffer's peak.
-const BASE_INTERVAL: Duration = telemetry::DEFAULT_INTERVAL;
-/// The closest two tuner samples may be.
-const MIN_TUNER_GAP: Duration = Duration::from_millis(1);
-/// No buffer or clamp is set below this many of the connection's
-/// segments: a window under a few segments stalls TCP (silly-window
-/// avoidance waits for the persist timer). Tuners size in 1448-byte
-/// segments before they can know the MSS; loopback's is 65,483.
-const MIN_SEGMENTS: u64 = 4;
-
-/// Bounds of the peer-report period (half the smoothed RTT).
-const MIN_REPORT_EVERY: Duration = Duration::from_millis(10);
-const MAX_REPORT_EVERY: Duration = Duration::from_millis(250);
-
 /// What the thread owns, handed back when it stops.
 struct Worker {
     socket: TcpStream,
     bytes: Arc<AtomicU64>,
     out: Option<Box<dyn Write + Send>>,
     write_error: Option<TelemetryError>,
-    interval: Option<Duration>,
+    schedule: Schedule,
     recorder: Recorder,
     stats: BufferStats,
-    tuning: Option<Tuning>,
-    decisions: u32,
-    actions_failed: u32,
-    last_control_rtt: Option<u32>,
-    /// The tuner set `TCP_WINDOW_CLAMP` on this connection: the clamp is
-    /// its own, and raising `SO_RCVBUF` must not lift it.
-    tuner_clamps: bool,
-    /// The pacing ceiling in force on the socket (`SO_MAX_PACING_RATE` as
-    /// read back), bits per second: this end's reports carry it.
-    pace_bps: Option<u64>,
+    driver: Option<Driver>,
+    /// The control connection, read for a tuner that wants its RTT.
+    control: Option<TcpStream>,
+    to_peer: Option<Box<dyn FnMut(ToPeer) + Send>>,
     opened: Instant,
     last: Arc<Mutex<Option<Record>>>,
 }
@@ -284,24 +246,35 @@ impl Monitor {
         };
         let last = Arc::new(Mutex::new(None));
         let opened = Instant::now();
+        let (driver, control, to_peer) = match tuning {
+            Some(t) => {
+                let links = Links {
+                    peer: t.to_peer.is_some(),
+                    control: t.control.is_some(),
+                    report_info: t.report_info,
+                };
+                (Some(Driver::new(t.tuner, links)), t.control, t.to_peer)
+            }
+            None => (None, None, None),
+        };
         let mut worker = Worker {
             socket,
             bytes,
             out,
             write_error: None,
-            interval,
+            schedule: Schedule::new(interval),
             recorder: Recorder::new(),
             stats: BufferStats::default(),
-            tuning,
-            decisions: 0,
-            actions_failed: 0,
-            last_control_rtt: None,
-            tuner_clamps: false,
-            pace_bps: None,
+            driver,
+            control,
+            to_peer,
             opened,
             last: Arc::clone(&last),
         };
-        worker.setup();
+        if let Some(driver) = worker.driver.as_mut() {
+            driver.setup();
+        }
+        worker.drive();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("rightsize-monitor".into())
@@ -346,12 +319,7 @@ impl Monitor {
             telemetry_error,
             record,
             buffers: worker.stats.summary(),
-            tuner: worker.tuning.as_ref().map(|t| TunerSummary {
-                name: t.tuner.name(),
-                state: t.tuner.state(),
-                decisions: worker.decisions,
-                actions_failed: worker.actions_failed,
-            }),
+            tuner: worker.driver.as_ref().map(Driver::summary),
         })
     }
 
@@ -377,215 +345,140 @@ impl Drop for Monitor {
 }
 
 impl Worker {
-    /// Applies the tuner's `after_connect` settings.
-    fn setup(&mut self) {
-        let Some(tuning) = self.tuning.as_ref() else {
-            return;
-        };
-        let settings = tuning.tuner.setup().after_connect;
-        if settings.is_empty() {
-            return;
-        }
-        let decision = Decision::act(
-            tuning.tuner.state(),
-            settings_actions(settings),
-            settings.rcvbuf.or(settings.sndbuf).unwrap_or_default(),
-            "after the handshake",
-        );
-        self.carry_out("setup", decision);
-    }
-
     /// Wakes for telemetry ticks, tuner samples, peer reports and inbox
     /// inputs until the inbox's senders are all gone.
     fn run(mut self, inbox: &mpsc::Receiver<Msg>) -> Self {
-        let mut next_tick = self.interval.unwrap_or(BASE_INTERVAL);
-        let mut last_tuner_sample: Option<Duration> = None;
-        let mut next_report = Duration::ZERO;
         loop {
-            let tuner_due = self.tuner_due(last_tuner_sample);
-            let report_due = self.reports().then_some(next_report);
-            let due = [Some(next_tick), tuner_due, report_due]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(next_tick);
-            let wait = due.saturating_sub(self.opened.elapsed());
-            match inbox.recv_timeout(wait) {
+            let wanted = self.driver.as_ref().and_then(Driver::next_wakeup);
+            let reports = self.driver.as_ref().is_some_and(Driver::reports);
+            let due = self.schedule.next(wanted, reports);
+            match inbox.recv_timeout(due.saturating_sub(self.opened.elapsed())) {
                 Ok(Msg::Event(event)) => {
-                    self.feed(&event);
+                    if let Some(driver) = self.driver.as_mut() {
+                        driver.handle(event);
+                    }
+                    self.drive();
                     continue;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return self,
             }
             let now = self.opened.elapsed();
-            let tick = now >= next_tick;
+            let wake = self.schedule.wake(now, wanted, reports);
             let (buffers, info) = self.observe(now);
-            if tick {
+            if wake.tick {
                 let record = self.record(RecordKind::Sample, now, buffers, info.as_ref());
                 self.write("sample", &record);
                 if let Ok(mut last) = self.last.lock() {
                     *last = Some(record);
                 }
-                let interval = self.interval.unwrap_or(BASE_INTERVAL);
-                next_tick += interval;
-                if next_tick <= now {
-                    next_tick = now + interval;
+            }
+            if wake.report {
+                if let (Some(driver), Some(info), Some(send)) =
+                    (self.driver.as_ref(), info.as_ref(), self.to_peer.as_mut())
+                {
+                    send(driver.report(info));
+                }
+                self.schedule.reported(now, info.as_ref());
+            }
+            if wake.sample
+                && let Some(driver) = self.driver.as_mut()
+            {
+                driver.sample(Sample {
+                    at: now,
+                    bytes: self.bytes.load(Ordering::Relaxed),
+                    tcp_info: info,
+                    buffers,
+                });
+                self.drive();
+            }
+        }
+    }
+
+    /// Carries out what the driver asks until it has nothing left, and
+    /// writes its decision lines.
+    fn drive(&mut self) {
+        let Some(mut driver) = self.driver.take() else {
+            return;
+        };
+        loop {
+            match driver.poll(self.opened.elapsed()) {
+                Step::Op(op) => driver.reply(self.execute(op)),
+                Step::Line(line) => self.write("decision", &line),
+                Step::Idle => break,
+            }
+        }
+        self.driver = Some(driver);
+    }
+
+    /// One request of the driver: the system call (or the message to the
+    /// peer) and what came of it.
+    fn execute(&mut self, op: SocketOp) -> Reply {
+        let buffer = |result: Result<socket::BufferApplied, socket::SocketError>| match result {
+            Ok(b) => Reply::Applied {
+                bytes: b.applied_bytes,
+                clamped_by: b.clamped_by.map(str::to_owned),
+            },
+            Err(e) => Reply::Failed(e.to_string()),
+        };
+        match op {
+            SocketOp::SetRcvBuf { bytes } => buffer(socket::set_rcvbuf(&self.socket, bytes, false)),
+            SocketOp::SetSndBuf { bytes } => buffer(socket::set_sndbuf(&self.socket, bytes, false)),
+            SocketOp::SetWindowClamp { bytes } => {
+                let clamp = u32::try_from(bytes).unwrap_or(u32::MAX);
+                match socket::set_window_clamp(&self.socket, clamp) {
+                    Ok(c) => Reply::Applied {
+                        bytes: u64::from(c.applied_bytes),
+                        clamped_by: None,
+                    },
+                    Err(e) => Reply::Failed(e.to_string()),
                 }
             }
-            if report_due.is_some_and(|at| now >= at) {
-                next_report = now + self.report_info(info.as_ref());
+            SocketOp::SetMaxPacingRate { bytes_per_second } => {
+                match socket::set_max_pacing_rate(&self.socket, bytes_per_second) {
+                    Ok(applied) => Reply::Applied {
+                        bytes: applied,
+                        clamped_by: None,
+                    },
+                    Err(e) => Reply::Failed(e.to_string()),
+                }
             }
-            if tuner_due.is_some_and(|at| now >= at) || tick {
-                last_tuner_sample = Some(now);
-                self.feed_sample(now, info, buffers);
+            SocketOp::TellPeer { .. } | SocketOp::TellPeerPace { .. } => {
+                match (op.to_peer(), self.to_peer.as_mut()) {
+                    (Some(message), Some(send)) => {
+                        send(message);
+                        Reply::Told
+                    }
+                    _ => Reply::Failed(NO_PEER.to_owned()),
+                }
             }
-        }
-    }
-
-    /// When the tuner wants its next sample, never sooner than
-    /// [`MIN_TUNER_GAP`] after the previous one.
-    fn tuner_due(&self, last: Option<Duration>) -> Option<Duration> {
-        let wanted = self.tuning.as_ref()?.tuner.next_wakeup()?;
-        Some(match last {
-            Some(last) => wanted.max(last + MIN_TUNER_GAP),
-            None => wanted,
-        })
-    }
-
-    fn reports(&self) -> bool {
-        self.tuning
-            .as_ref()
-            .is_some_and(|t| t.report_info && t.to_peer.is_some())
-    }
-
-    /// Sends this end's `TCP_INFO` summary; returns when to send the next.
-    fn report_info(&mut self, info: Option<&TcpInfoSample>) -> Duration {
-        let Some(info) = info else {
-            return MAX_REPORT_EVERY;
-        };
-        if let Some(send) = self.tuning.as_mut().and_then(|t| t.to_peer.as_mut()) {
-            send(ToPeer::Info(PeerInfo {
-                pace_bps: self.pace_bps,
-                ..PeerInfo::from_tcp_info(info)
-            }));
-        }
-        Duration::from_micros(u64::from(info.rtt_us) / 2).clamp(MIN_REPORT_EVERY, MAX_REPORT_EVERY)
-    }
-
-    /// Feeds a sample (and a fresh control-channel RTT first, if wanted).
-    fn feed_sample(
-        &mut self,
-        at: Duration,
-        info: Option<TcpInfoSample>,
-        buffers: Option<BufferReading>,
-    ) {
-        let Some(tuning) = self.tuning.as_ref() else {
-            return;
-        };
-        if tuning.tuner.inputs().control_rtt
-            && let Some(control) = tuning.control.as_ref()
-            && let Ok(control_info) = tcp_info::read(control)
-            && control_info.rtt_us > 0
-            && self.last_control_rtt != Some(control_info.rtt_us)
-        {
-            self.last_control_rtt = Some(control_info.rtt_us);
-            self.feed(&Event::ControlRtt(RttMeasurement {
-                at,
-                rtt: Duration::from_micros(u64::from(control_info.rtt_us)),
-            }));
-        }
-        self.feed(&Event::Sample(Sample {
-            at,
-            bytes: self.bytes.load(Ordering::Relaxed),
-            tcp_info: info,
-            buffers,
-        }));
-    }
-
-    fn feed(&mut self, event: &Event) {
-        let Some(tuning) = self.tuning.as_mut() else {
-            return;
-        };
-        let decision = tuning.tuner.on_event(event);
-        self.carry_out(event_name(event), decision);
-    }
-
-    /// Applies a decision's actions, reads each back and writes the line.
-    fn carry_out(&mut self, event: &'static str, decision: Decision) {
-        let Some(tuning) = self.tuning.as_mut() else {
-            return;
-        };
-        let mut applied = Vec::with_capacity(decision.actions.len());
-        let touches_socket = decision.actions.iter().copied().any(sizes_socket);
-        let floor = if touches_socket {
-            tcp_info::read(&self.socket).ok().map_or(0, |i| {
-                MIN_SEGMENTS * u64::from(i.snd_mss_bytes.max(i.rcv_mss_bytes))
-            })
-        } else {
-            0
-        };
-        for action in &decision.actions {
-            let done = apply(&self.socket, *action, floor, tuning.to_peer.as_mut());
-            if done.error.is_some() {
-                self.actions_failed += 1;
+            SocketOp::ReadTcpInfo { socket: Conn::Data } => {
+                Reply::TcpInfo(tcp_info::read(&self.socket).ok())
             }
-            if let (Action::SetMaxPacingRate(_), Some(b)) = (action, done.applied_bytes) {
-                self.pace_bps = Some(b.saturating_mul(8));
-            }
-            applied.push(done);
+            SocketOp::ReadTcpInfo {
+                socket: Conn::Control,
+            } => Reply::TcpInfo(self.control.as_ref().and_then(|c| tcp_info::read(c).ok())),
+            SocketOp::ReadBuffers => Reply::Buffers(self.read_buffers(self.opened.elapsed())),
         }
-        // Linux keeps the window clamp it computed for the old receive
-        // buffer when SO_RCVBUF is raised after the handshake, so the
-        // window would stay where it was (measured: drs and freebsd stuck
-        // near 64 KiB, 6-9 Mbit/s at 200 Mbit/s x 100 ms). Unless the tuner
-        // ever set the clamp itself (then the clamp is its window, and
-        // lifting it let `auto`'s window jump by the memory's margin into
-        // the bottleneck queue: 30 losses, measured), lift it to the new
-        // buffer; the kernel still offers no more window than the buffer's
-        // free space.
-        self.tuner_clamps |= decision
-            .actions
-            .iter()
-            .any(|a| matches!(a, Action::SetWindowClamp(_)));
-        let raised = applied
-            .iter()
-            .filter(|a| a.action == "set_rcvbuf")
-            .filter_map(|a| a.applied_bytes)
-            .max();
-        if let (false, Some(buffer)) = (self.tuner_clamps, raised) {
-            let clamp = Action::SetWindowClamp(Bytes(buffer));
-            applied.push(apply(&self.socket, clamp, floor, None));
-        }
-        if !decision.actions.is_empty()
-            && let Ok(b) = socket::read_buffers(&self.socket)
-        {
-            self.stats.observe(self.opened.elapsed(), reading(b));
-        }
-        let Some(record) = decision.record else {
-            return;
-        };
-        self.decisions += 1;
-        let line = DecisionLine {
-            t_s: micros(self.opened.elapsed()),
-            tuner: tuning.tuner.name().to_owned(),
-            event: event.to_owned(),
-            state: record.state.to_owned(),
-            reason: record.reason,
-            requested_bytes: record.requested.map(Bytes::get),
-            actions: applied,
-        };
-        self.write("decision", &line);
     }
 
     /// Reads the socket's buffers (counted in the stats) and `TCP_INFO`
     /// now; a failed reading is `None`.
     fn observe(&mut self, at: Duration) -> (Option<BufferReading>, Option<TcpInfoSample>) {
-        let buffers = socket::read_buffers(&self.socket).ok().map(reading);
-        if let Some(b) = buffers {
-            self.stats.observe(at, b);
-        }
+        let buffers = self.read_buffers(at);
         (buffers, tcp_info::read(&self.socket).ok())
+    }
+
+    /// Reads the socket's buffers, counted in the stats as of `at`.
+    fn read_buffers(&mut self, at: Duration) -> Option<BufferReading> {
+        let b = socket::read_buffers(&self.socket).ok()?;
+        let reading = BufferReading {
+            rcvbuf_bytes: b.rcvbuf_bytes,
+            sndbuf_bytes: b.sndbuf_bytes,
+            window_clamp_bytes: b.window_clamp_bytes,
+        };
+        self.stats.observe(at, reading);
+        Some(reading)
     }
 
     /// A telemetry record of a reading taken `at`; only telemetry ticks and
@@ -612,128 +505,6 @@ impl Worker {
         {
             self.write_error = Some(e);
         }
-    }
-}
-
-fn reading(b: socket::BufferState) -> BufferReading {
-    BufferReading {
-        rcvbuf_bytes: b.rcvbuf_bytes,
-        sndbuf_bytes: b.sndbuf_bytes,
-        window_clamp_bytes: b.window_clamp_bytes,
-    }
-}
-
-fn micros(elapsed: Duration) -> f64 {
-    elapsed.as_micros() as f64 / 1e6
-}
-
-fn event_name(event: &Event) -> &'static str {
-    match event {
-        Event::Sample(_) => "sample",
-        Event::ControlRtt(_) => "control_rtt",
-        Event::Train(_) => "train",
-        Event::UdpProbes(_) => "udp_probes",
-        Event::Peer(_) => "peer",
-    }
-}
-
-/// The actions that put `settings` in force, in the order receive buffer,
-/// send buffer, clamp (the clamp last: a buffer change may replace it).
-fn settings_actions(settings: Settings) -> Vec<Action> {
-    let mut actions = Vec::new();
-    if let Some(b) = settings.rcvbuf {
-        actions.push(Action::SetRcvBuf(b));
-    }
-    if let Some(b) = settings.sndbuf {
-        actions.push(Action::SetSndBuf(b));
-    }
-    if let Some(b) = settings.window_clamp {
-        actions.push(Action::SetWindowClamp(b));
-    }
-    actions
-}
-
-/// Carries out one action on `socket` (or through `to_peer`); sizes for
-/// the socket below `floor` bytes are raised to it.
-fn apply(
-    socket: &TcpStream,
-    action: Action,
-    floor: u64,
-    to_peer: Option<&mut Box<dyn FnMut(ToPeer) + Send>>,
-) -> AppliedAction {
-    let (name, bytes) = match action {
-        Action::SetRcvBuf(b) => ("set_rcvbuf", b.get()),
-        Action::SetSndBuf(b) => ("set_sndbuf", b.get()),
-        Action::SetWindowClamp(b) => ("set_window_clamp", b.get()),
-        Action::TellPeer(b) => ("tell_peer", b.get()),
-        Action::SetMaxPacingRate(b) => ("set_max_pacing_rate", b.get()),
-        Action::TellPeerPace(b) => ("tell_peer_pace", b.get()),
-    };
-    let mut done = AppliedAction {
-        action: name.to_owned(),
-        requested_bytes: bytes,
-        applied_bytes: None,
-        clamped_by: None,
-        raised_to_bytes: None,
-        error: None,
-    };
-    let bytes = if sizes_socket(action) && bytes < floor {
-        done.raised_to_bytes = Some(floor);
-        floor
-    } else {
-        bytes
-    };
-    let buffer = |result: Result<socket::BufferApplied, socket::SocketError>,
-                  done: &mut AppliedAction| match result {
-        Ok(b) => {
-            done.applied_bytes = Some(b.applied_bytes);
-            done.clamped_by = b.clamped_by.map(str::to_owned);
-        }
-        Err(e) => done.error = Some(e.to_string()),
-    };
-    match action {
-        Action::SetRcvBuf(_) => buffer(socket::set_rcvbuf(socket, bytes, false), &mut done),
-        Action::SetSndBuf(_) => buffer(socket::set_sndbuf(socket, bytes, false), &mut done),
-        Action::SetWindowClamp(_) => {
-            let clamp = u32::try_from(bytes).unwrap_or(u32::MAX);
-            match socket::set_window_clamp(socket, clamp) {
-                Ok(c) => done.applied_bytes = Some(u64::from(c.applied_bytes)),
-                Err(e) => done.error = Some(e.to_string()),
-            }
-        }
-        Action::SetMaxPacingRate(_) => match socket::set_max_pacing_rate(socket, bytes) {
-            Ok(applied) => done.applied_bytes = Some(applied),
-            Err(e) => done.error = Some(e.to_string()),
-        },
-        Action::TellPeer(b) => done.error = tell(to_peer, ToPeer::Size(b)),
-        Action::TellPeerPace(b) => {
-            let ceiling = PeerInfo {
-                pace_bps: Some(b.get().saturating_mul(8)),
-                ..PeerInfo::default()
-            };
-            done.error = tell(to_peer, ToPeer::Info(ceiling));
-        }
-    }
-    done
-}
-
-/// Whether `action` sizes the socket (a buffer or the window clamp), and
-/// so is raised to the connection's floor of a few segments.
-fn sizes_socket(action: Action) -> bool {
-    matches!(
-        action,
-        Action::SetRcvBuf(_) | Action::SetSndBuf(_) | Action::SetWindowClamp(_)
-    )
-}
-
-/// Sends `message` to the peer; the error to record if it takes none.
-fn tell(to_peer: Option<&mut Box<dyn FnMut(ToPeer) + Send>>, message: ToPeer) -> Option<String> {
-    match to_peer {
-        Some(send) => {
-            send(message);
-            None
-        }
-        None => Some("the peer takes no sizes (not rightsize with OPTS RIGHTSIZE ON)".into()),
     }
 }
 

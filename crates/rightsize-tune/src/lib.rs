@@ -1,7 +1,8 @@
 //! rightsize's tuning domain, pure: units and their parsing, bandwidth-delay
 //! arithmetic, `TCP_INFO` values and telemetry records, host facts, the
 //! host-tuning advice and checks, the diagnosis of a transfer's limit, the
-//! write size, and the socket-buffer tuners with their fluid model. Nothing
+//! write size, the socket-buffer tuners with their fluid model, and the
+//! driver that turns their decisions into socket requests. Nothing
 //! here does I/O or reads a clock; time is an argument.
 //!
 //! # Tuners
@@ -11,18 +12,21 @@
 //!
 //! A tuner is chosen by a [`TunerSpec`] (the `--tune` value) and built for
 //! one end of one data connection ([`Context`]: receiver or sender, and the
-//! kernel's [`Limits`]). The driver in the system layer then:
+//! kernel's [`Limits`]). Then:
 //!
-//! 1. applies [`Tuner::setup`]'s `pre_handshake` settings before
-//!    `connect()`/`listen()` (Linux fixes the window scale at the handshake,
-//!    see `shared/research/linux-tcp.md`) and its `after_connect` settings
-//!    as soon as the connection is up;
-//! 2. feeds [`Event`]s: a [`Sample`] at [`Tuner::next_wakeup`] (or
-//!    whenever it samples for telemetry), control-channel RTTs, probe
-//!    results and what the peer reported;
-//! 3. applies each [`Decision`]'s [`Action`]s, reads back what the kernel
-//!    kept, logs the [`DecisionRecord`], and feeds the read-back value in the
-//!    next sample.
+//! 1. the FTP layer applies [`Tuner::setup`]'s `pre_handshake` settings
+//!    before `connect()`/`listen()` (Linux fixes the window scale at the
+//!    handshake, see `shared/research/linux-tcp.md`), mapped to socket
+//!    requests by [`driver::settings_actions`];
+//! 2. a [`driver::Driver`], run by the system layer's monitor, applies the
+//!    `after_connect` settings as soon as the connection is up and feeds
+//!    [`Event`]s: a [`Sample`] at [`Tuner::next_wakeup`] (or whenever it
+//!    samples for telemetry), control-channel RTTs, probe results and what
+//!    the peer reported;
+//! 3. it turns each [`Decision`]'s [`Action`]s into [`driver::SocketOp`]s
+//!    for the system layer, which carries them out and reads back what the
+//!    kernel kept; the driver logs the [`DecisionRecord`] with the
+//!    read-backs, and the read-back value comes in the next sample.
 //!
 //! Guarantees: no tuner does I/O or reads a clock (time is the `at` of each
 //! event, a [`Duration`] since the data connection opened); no input makes a
@@ -46,6 +50,7 @@ pub mod advice;
 pub mod bdp;
 pub mod check;
 pub mod diagnose;
+pub mod driver;
 pub mod host;
 pub mod tcpinfo;
 pub mod telemetry;

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::driver::SocketOp;
 use crate::tcpinfo::TcpInfoSample;
 
 /// Sampling interval when none is given.
@@ -221,8 +222,7 @@ impl Recorder {
         self.previous = Some((elapsed, bytes));
         Record {
             kind,
-            // Microsecond precision; exact in an f64 for 285 years.
-            t_s: elapsed.as_micros() as f64 / 1e6,
+            t_s: seconds(elapsed),
             bytes,
             interval_goodput_bps,
             rcvbuf_bytes: buffers.map(|b| b.rcvbuf_bytes),
@@ -275,12 +275,12 @@ pub struct DecisionLine {
 /// One action of a decision and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedAction {
-    /// `set_rcvbuf`, `set_sndbuf`, `set_window_clamp`, `tell_peer`,
-    /// `set_max_pacing_rate` or `tell_peer_pace`.
-    pub action: String,
-    /// The size asked for, bytes (for the two pacing actions, bytes per
-    /// second).
-    pub requested_bytes: u64,
+    /// The request as the tuner made it: `"action"` (`set_rcvbuf`,
+    /// `set_sndbuf`, `set_window_clamp`, `tell_peer`, `set_max_pacing_rate`
+    /// or `tell_peer_pace`) and `"requested_bytes"`, the size asked for
+    /// (for the two pacing actions, bytes per second).
+    #[serde(flatten)]
+    pub action: SocketOp,
     /// What the kernel reports afterwards (for the buffers about twice the
     /// request), bytes; absent for `tell_peer` and on error.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -295,6 +295,19 @@ pub struct AppliedAction {
     /// Why it failed or was not done (a peer that cannot be told).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+}
+
+impl AppliedAction {
+    /// `action` as asked for, before anything came of it.
+    pub fn requested(action: SocketOp) -> Self {
+        AppliedAction {
+            action,
+            applied_bytes: None,
+            clamped_by: None,
+            raised_to_bytes: None,
+            error: None,
+        }
+    }
 }
 
 /// Peak and time-weighted mean of a socket's buffers over a connection,
@@ -369,6 +382,12 @@ impl BufferStats {
             mean_sndbuf_bytes: mean(self.snd_area, last.sndbuf_bytes),
         }
     }
+}
+
+/// `elapsed` in seconds to the microsecond, as the lines' `t_s` holds it
+/// (exact in an f64 for 285 years).
+pub fn seconds(elapsed: Duration) -> f64 {
+    elapsed.as_micros() as f64 / 1e6
 }
 
 /// `bytes` over `interval` in bits per second, rounded down and saturating;
