@@ -178,7 +178,7 @@ pub(super) fn dispatch(
             EntryKind::Dir => reply(550, "Could not get file size."),
         }),
         Command::Mdtm(path) => with_meta(session, host, &path, |meta| {
-            reply(213, &UtcTime::from_unix(meta.modified_unix).mdtm())
+            reply(213, &listing::mdtm(UtcTime::from_unix(meta.modified_unix)))
         }),
         Command::Stat(None) => status(session),
         Command::Stat(Some(path)) => stat_path(session, host, &path, now_unix),
