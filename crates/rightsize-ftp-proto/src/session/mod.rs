@@ -26,8 +26,6 @@ pub mod report;
 mod rightsize;
 
 #[cfg(test)]
-mod rightsize_tests;
-#[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;

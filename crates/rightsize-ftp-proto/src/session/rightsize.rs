@@ -144,3 +144,6 @@ pub(super) fn site(host: &mut dyn ServerHost, args: Option<&[u8]>) -> Vec<Output
 
 /// The first word of the reply to `SITE RIGHTSIZE HOST`.
 const EXTENSION_HOST: &str = "RIGHTSIZE HOST";
+
+#[cfg(test)]
+mod tests;

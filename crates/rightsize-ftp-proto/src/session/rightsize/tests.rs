@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::tests::{Client, codes, text};
-use super::*;
+use crate::session::tests::{Client, codes, text};
+use crate::session::*;
 use crate::rightsize::{Capability, RightsizeFeature, server_udp_port};
 use rightsize_tune::PeerInfo;
 
