@@ -8,8 +8,8 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use super::fixture::record;
-use super::*;
+use crate::report::fixture::record;
+use crate::report::*;
 use crate::layout::{LAB_JSON, LabInfo, RUNS_JSONL};
 use crate::scenario::PLOTS;
 
