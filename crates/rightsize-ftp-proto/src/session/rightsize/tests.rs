@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use crate::rightsize::{Capability, RightsizeFeature, server_udp_port};
 use crate::session::tests::{Client, codes, text};
 use crate::session::*;
-use crate::rightsize::{Capability, RightsizeFeature, server_udp_port};
 use rightsize_tune::PeerInfo;
 
 /// A logged-in anonymous client with a RETR running.
