@@ -32,6 +32,17 @@ pub(crate) fn quote(bytes: &[u8]) -> String {
     out
 }
 
+/// `bytes` without its leading and trailing spaces (only `' '`: a tab or
+/// a CR is part of an argument).
+pub(crate) fn trim_spaces(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| *b != b' ').unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| *b != b' ')
+        .map_or(start, |i| i + 1);
+    bytes.get(start..end).unwrap_or(&[])
+}
+
 /// Why bytes cannot be an [`Arg`] or a [`Token`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgError {
@@ -209,6 +220,15 @@ impl TryFrom<&str> for Token {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trim_spaces_trims_only_spaces() {
+        assert_eq!(trim_spaces(b"  a b  "), b"a b");
+        assert_eq!(trim_spaces(b"a"), b"a");
+        assert_eq!(trim_spaces(b"   "), b"");
+        assert_eq!(trim_spaces(b""), b"");
+        assert_eq!(trim_spaces(b"\ta\r "), b"\ta\r");
+    }
 
     #[test]
     fn arg_keeps_bytes_exactly() {

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use crate::Command;
-use crate::arg::quote;
+use crate::arg::{quote, trim_spaces};
 use crate::facts::{FactsError, encode_facts, parse_facts};
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{PeerInfo, PeerReport};
@@ -145,13 +145,4 @@ impl PeerMessage {
             },
         }
     }
-}
-
-fn trim_spaces(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| *b != b' ').unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| *b != b' ')
-        .map_or(start, |i| i + 1);
-    bytes.get(start..end).unwrap_or(&[])
 }

@@ -31,8 +31,6 @@ pub mod wire;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod wire_tests;
 
 use std::time::Duration;
 

@@ -645,3 +645,6 @@ impl Tuner for Auto {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

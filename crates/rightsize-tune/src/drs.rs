@@ -212,3 +212,6 @@ impl Tuner for Drs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

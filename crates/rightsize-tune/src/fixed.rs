@@ -85,3 +85,6 @@ impl Tuner for Fixed {
         None
     }
 }
+
+#[cfg(test)]
+mod tests;

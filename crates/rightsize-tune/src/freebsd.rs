@@ -279,3 +279,6 @@ impl Tuner for FreeBsd {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

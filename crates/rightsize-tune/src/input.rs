@@ -314,3 +314,6 @@ impl PeerReport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

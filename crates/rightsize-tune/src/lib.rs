@@ -1,5 +1,5 @@
-//! rightsize's tuning domain, pure: units and their parsing, bandwidth-delay
-//! arithmetic, `TCP_INFO` values and telemetry records, host facts, the
+//! rightsize's tuning domain, pure: units and their parsing, UTC calendar
+//! dates from Unix time, bandwidth-delay arithmetic, `TCP_INFO` values and telemetry records, host facts, the
 //! host-tuning advice and checks, the diagnosis of a transfer's limit, the
 //! write size, the socket-buffer tuners with their fluid model, and the
 //! driver that turns their decisions into socket requests. Nothing
@@ -49,6 +49,7 @@
 pub mod advice;
 pub mod bdp;
 pub mod check;
+pub mod civil;
 pub mod diagnose;
 pub mod driver;
 pub mod host;

@@ -230,3 +230,6 @@ pub fn show_bytes(bytes: Bytes) -> String {
 pub fn show_ms(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1e3)
 }
+
+#[cfg(test)]
+mod tests;

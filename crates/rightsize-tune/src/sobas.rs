@@ -561,3 +561,6 @@ impl Tuner for Sobas {
         Some(sample)
     }
 }
+
+#[cfg(test)]
+mod tests;

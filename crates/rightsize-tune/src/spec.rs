@@ -348,3 +348,6 @@ impl fmt::Display for TunerSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,7 @@ use super::{
     OptsOther, ProtectionLevel, SiteCommand, SiteOther, Token, TransferMode, TransferType,
 };
 use crate::addr::{self, AddrError};
-use crate::arg::quote;
+use crate::arg::{quote, trim_spaces};
 use crate::facts::parse_facts;
 use crate::rightsize::RightsizeOpts;
 use rightsize_tune::PeerInfo;
@@ -94,15 +94,6 @@ pub(super) fn is_option_word(word: &[u8]) -> bool {
         }
         _ => false,
     }
-}
-
-fn trim_spaces(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| *b != b' ').unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| *b != b' ')
-        .map_or(start, |i| i + 1);
-    bytes.get(start..end).unwrap_or(&[])
 }
 
 /// The words of a keyword argument, split on runs of spaces.

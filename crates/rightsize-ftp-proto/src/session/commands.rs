@@ -8,7 +8,8 @@ use super::listing::{self, UtcTime};
 use super::rightsize;
 use super::{
     Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
-    MAX_FAILED_LOGINS, MAX_SBUF_BYTES, Output, ServerHost, Session, TransferKind, TransferPlan,
+    MAX_FAILED_LOGINS, Output, SBUF_SIZES, ServerHost, Session, TransferKind, TransferPlan,
+    sbuf_sizes_text,
 };
 use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferType};
 use crate::reply::quote_pathname;
@@ -178,7 +179,7 @@ pub(super) fn dispatch(
             EntryKind::Dir => reply(550, "Could not get file size."),
         }),
         Command::Mdtm(path) => with_meta(session, host, &path, |meta| {
-            reply(213, &UtcTime::from_unix(meta.modified_unix).mdtm())
+            reply(213, &listing::mdtm(UtcTime::from_unix(meta.modified_unix)))
         }),
         Command::Stat(None) => status(session),
         Command::Stat(Some(path)) => stat_path(session, host, &path, now_unix),
@@ -600,8 +601,8 @@ fn rename_to(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec
 /// GFD.20 `SBUF`: the buffer of later data connections. 0 and sizes above
 /// what a buffer sysctl can hold are refused with 501.
 fn set_sbuf(session: &mut Session, size: u64) -> Vec<Output> {
-    if size == 0 || size > MAX_SBUF_BYTES {
-        return reply(501, &format!("SBUF takes 1 to {MAX_SBUF_BYTES} bytes."));
+    if !SBUF_SIZES.contains(&size) {
+        return reply(501, &sbuf_sizes_text());
     }
     session.sbuf = Some(size);
     reply(200, &format!("SBUF set to {size}."))

@@ -46,55 +46,14 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// A UTC calendar time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UtcTime {
-    /// Year, e.g. 2026.
-    pub year: i64,
-    /// Month 1..=12.
-    pub month: u32,
-    /// Day 1..=31.
-    pub day: u32,
-    /// Hour 0..=23.
-    pub hour: u32,
-    /// Minute 0..=59.
-    pub minute: u32,
-    /// Second 0..=59.
-    pub second: u32,
-}
+pub use rightsize_tune::civil::UtcTime;
 
-impl UtcTime {
-    /// Converts seconds since the Unix epoch (proleptic Gregorian calendar,
-    /// days-from-civil inverted as in H. Hinnant's date algorithms).
-    pub fn from_unix(secs: i64) -> UtcTime {
-        let days = secs.div_euclid(86_400);
-        let rem = secs.rem_euclid(86_400);
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        UtcTime {
-            year,
-            month: month as u32,
-            day: day as u32,
-            hour: (rem / 3600) as u32,
-            minute: (rem % 3600 / 60) as u32,
-            second: (rem % 60) as u32,
-        }
-    }
-
-    /// `YYYYMMDDHHMMSS`, as `MDTM` answers (RFC 3659 section 2.3).
-    pub fn mdtm(self) -> String {
-        format!(
-            "{:04}{:02}{:02}{:02}{:02}{:02}",
-            self.year, self.month, self.day, self.hour, self.minute, self.second
-        )
-    }
+/// `YYYYMMDDHHMMSS`, as `MDTM` answers (RFC 3659 section 2.3).
+pub fn mdtm(time: UtcTime) -> String {
+    format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        time.year, time.month, time.day, time.hour, time.minute, time.second
+    )
 }
 
 /// One `LIST` line (without CRLF) in the `ls -l` shape.
@@ -143,7 +102,7 @@ pub fn mlsx_line(name: &[u8], meta: &Metadata, kind_override: Option<&str>) -> S
     let _ = write!(
         line,
         "modify={};perm={perm}; {}",
-        UtcTime::from_unix(meta.modified_unix).mdtm(),
+        mdtm(UtcTime::from_unix(meta.modified_unix)),
         String::from_utf8_lossy(name)
     );
     line
@@ -166,11 +125,12 @@ mod tests {
     }
 
     #[test]
-    fn utc_conversion() {
-        assert_eq!(UtcTime::from_unix(0).mdtm(), "19700101000000");
-        assert_eq!(UtcTime::from_unix(951_782_400).mdtm(), "20000229000000");
-        assert_eq!(UtcTime::from_unix(1_795_000_000).mdtm(), "20261118110640");
-        assert_eq!(UtcTime::from_unix(-1).mdtm(), "19691231235959");
+    fn mdtm_times() {
+        let at = |secs| mdtm(UtcTime::from_unix(secs));
+        assert_eq!(at(0), "19700101000000");
+        assert_eq!(at(951_782_400), "20000229000000");
+        assert_eq!(at(1_795_000_000), "20261118110640");
+        assert_eq!(at(-1), "19691231235959");
     }
 
     #[test]

@@ -26,12 +26,11 @@ pub mod report;
 mod rightsize;
 
 #[cfg(test)]
-mod rightsize_tests;
-#[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::{Command, CommandError, Reply, VirtualPath};
@@ -51,6 +50,18 @@ pub const FAILED_LOGIN_DELAY: Duration = Duration::from_secs(1);
 
 /// The largest `SBUF` accepted: the largest buffer a peer may name.
 pub use rightsize_tune::MAX_BUFFER_BYTES as MAX_SBUF_BYTES;
+
+/// The sizes `SBUF` takes, bytes, before a transfer and during one.
+const SBUF_SIZES: RangeInclusive<u64> = 1..=MAX_SBUF_BYTES;
+
+/// What the 501 to an `SBUF` outside [`SBUF_SIZES`] says.
+fn sbuf_sizes_text() -> String {
+    format!(
+        "SBUF takes {} to {} bytes.",
+        SBUF_SIZES.start(),
+        SBUF_SIZES.end()
+    )
+}
 
 /// Commands held back while a transfer runs; more are refused with 503.
 pub const MAX_QUEUED_COMMANDS: usize = 32;

@@ -12,7 +12,7 @@
 
 use std::num::NonZeroU16;
 
-use super::{MAX_SBUF_BYTES, Output, ServerHost, Session};
+use super::{Output, SBUF_SIZES, ServerHost, Session, sbuf_sizes_text};
 use crate::rightsize::{RightsizeOpts, opts_reply};
 use crate::{Command, CommandError, PeerMessage, Reply};
 
@@ -73,18 +73,17 @@ pub(super) fn during_transfer(
     // Off: the session's usual handling.
     session.rightsize?;
     let out = match command {
-        Ok(Command::Sbuf(size)) if (1..=MAX_SBUF_BYTES).contains(size) => vec![
+        Ok(Command::Sbuf(size)) if SBUF_SIZES.contains(size) => vec![
             Output::Peer(PeerMessage::Size(*size)),
             Output::Reply(Reply::trusted(
                 200,
                 format!("SBUF {size} for the running transfer."),
             )),
         ],
-        Ok(Command::Sbuf(_)) => reply(501, format!("SBUF takes 1 to {MAX_SBUF_BYTES} bytes.")),
-        Err(err @ CommandError::Syntax { verb: "SBUF", .. }) => reply(
-            501,
-            format!("{err}; SBUF takes 1 to {MAX_SBUF_BYTES} bytes."),
-        ),
+        Ok(Command::Sbuf(_)) => reply(501, sbuf_sizes_text()),
+        Err(err @ CommandError::Syntax { verb: "SBUF", .. }) => {
+            reply(501, format!("{err}; {}", sbuf_sizes_text()))
+        }
         Ok(Command::Rinf(info)) => vec![
             Output::Peer(PeerMessage::Info(*info)),
             Output::Reply(Reply::trusted(200, "RINF ok.".into())),
@@ -145,3 +144,6 @@ pub(super) fn site(host: &mut dyn ServerHost, args: Option<&[u8]>) -> Vec<Output
 
 /// The first word of the reply to `SITE RIGHTSIZE HOST`.
 const EXTENSION_HOST: &str = "RIGHTSIZE HOST";
+
+#[cfg(test)]
+mod tests;

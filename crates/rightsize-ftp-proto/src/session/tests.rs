@@ -445,7 +445,10 @@ fn sbuf_sets_the_buffer_of_later_data_connections() {
     let mut c = Client::logged_in("anonymous", "");
     assert_eq!(c.codes("SBUF 4194304"), [200]);
     assert_eq!(c.codes("SITE SBUF 8388608"), [200]);
-    assert_eq!(c.codes("SBUF 0"), [501]);
+    assert_eq!(
+        text(&c.send("SBUF 0")),
+        "501 SBUF takes 1 to 2147483647 bytes.\r\n"
+    );
     assert_eq!(c.codes("SBUF 99999999999"), [501]);
     assert_eq!(c.codes("SBUF"), [501]);
     assert_eq!(c.codes("SBUF lots"), [501]);

@@ -2,6 +2,8 @@
 //! and the text of every table cell, shared by the HTML and the Markdown
 //! renderings so they cannot disagree. Pure.
 
+use rightsize_tune::civil::UtcTime;
+
 use super::figure::size_label;
 use super::stats::MeanCi;
 use super::table::{ClaimRow, InvalidRun, Row};
@@ -195,22 +197,10 @@ pub fn facts(r: &Report) -> Vec<(&'static str, String)> {
 
 /// Unix seconds as `2026-11-22 06:31 UTC`.
 pub fn utc_date(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let t = UtcTime::from_unix(i64::try_from(unix_s).unwrap_or(i64::MAX));
     format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        secs / 3600,
-        (secs % 3600) / 60
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year, t.month, t.day, t.hour, t.minute
     )
 }
 

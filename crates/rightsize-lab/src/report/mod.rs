@@ -288,10 +288,6 @@ fn note_missing(missing: &mut Missing, run: usize, path: PathBuf, what: &str) {
 }
 
 #[cfg(test)]
-mod browser_tests;
-#[cfg(test)]
 mod fixture;
-#[cfg(test)]
-mod speed_tests;
 #[cfg(test)]
 mod tests;

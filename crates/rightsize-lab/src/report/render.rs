@@ -7,7 +7,7 @@ use anyhow::{Context, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::figure::{BarFigure, Figure, Point, SeriesKind, XyFigure, size_label};
+use super::figure::{BarFigure, Figure, Point, RefLine, SeriesKind, XyFigure, size_label};
 
 /// A plot's size in pixels (the SVG's viewBox too).
 pub const SIZE_PX: (u32, u32) = (960, 560);
@@ -219,19 +219,7 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
             }
         }
     }
-    for r in &fig.refs {
-        let c = color(r.color);
-        let line = vec![(x_lo, r.y), (x_hi, r.y)];
-        chart
-            .draw_series(DashedLineSeries::new(
-                line,
-                dash(r.published).0,
-                dash(r.published).1,
-                c.stroke_width(2),
-            ))?
-            .label(r.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
+    draw_refs(&mut chart, &fig.refs, x_lo, x_hi)?;
     if !no_data {
         chart
             .configure_series_labels()
@@ -240,6 +228,37 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.5))
             .draw()?;
+    }
+    Ok(())
+}
+
+/// Draws reference lines across the x axis from `x_from` to `x_to`, dashed
+/// as [`dash`] says, each with its legend entry.
+fn draw_refs<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    refs: &[RefLine],
+    x_from: X::ValueType,
+    x_to: X::ValueType,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend,
+    X: Ranged,
+    X::ValueType: Clone,
+    Y: Ranged<ValueType = f64>,
+{
+    for r in refs {
+        let c = color(r.color);
+        let (dash_px, gap_px) = dash(r.published);
+        let line = vec![(x_from.clone(), r.y), (x_to.clone(), r.y)];
+        chart
+            .draw_series(DashedLineSeries::new(
+                line,
+                dash_px,
+                gap_px,
+                c.stroke_width(2),
+            ))?
+            .label(r.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
     Ok(())
 }
@@ -299,19 +318,12 @@ fn draw_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &BarFigure)
             12,
         ))
     }))?;
-    for r in &fig.refs {
-        let c = color(r.color);
-        let line = vec![(SegmentValue::Exact(0), r.y), (SegmentValue::Exact(n), r.y)];
-        chart
-            .draw_series(DashedLineSeries::new(
-                line,
-                dash(r.published).0,
-                dash(r.published).1,
-                c.stroke_width(2),
-            ))?
-            .label(r.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-    }
+    draw_refs(
+        &mut chart,
+        &fig.refs,
+        SegmentValue::Exact(0),
+        SegmentValue::Exact(n),
+    )?;
     if !fig.bars.is_empty() {
         chart
             .configure_series_labels()
@@ -432,5 +444,47 @@ mod tests {
         let svg = svg(&Figure::Bars(one.clone())).expect("svg");
         assert!(svg.contains("static:16MiB") && svg.contains("path"));
         png(&Figure::Bars(one)).expect("png");
+    }
+
+    /// Both kinds of figure draw their reference lines the same way: a
+    /// dashed line with a legend entry, its dashes longer for a seed's
+    /// number than for ours.
+    #[test]
+    fn reference_lines_on_both_kinds_of_figure() {
+        font();
+        let refs = vec![
+            RefLine {
+                label: "ceiling".into(),
+                y: 100.0,
+                color: 3,
+                published: false,
+            },
+            RefLine {
+                label: "paper: 42".into(),
+                y: 42.0,
+                color: 4,
+                published: true,
+            },
+        ];
+        let bars = BarFigure {
+            title: "bars".into(),
+            y_label: "goodput (Mbit/s)".into(),
+            groups: vec!["path".into()],
+            bars: vec![Bar {
+                label: "stock".into(),
+                group: 0,
+                value: 80.0,
+                half_ci: None,
+            }],
+            refs: refs.clone(),
+        };
+        let xy = XyFigure { refs, ..xy() };
+        for svg in [
+            svg(&Figure::Bars(bars)).expect("svg"),
+            svg(&Figure::Xy(xy)).expect("svg"),
+        ] {
+            assert!(svg.contains("ceiling") && svg.contains("paper: 42"));
+        }
+        assert!(dash(true).0 > dash(false).0);
     }
 }

@@ -1,4 +1,8 @@
-//! `make_report` over synthetic results directories.
+//! `make_report` over synthetic results directories; in `tests/`, the
+//! report opened in a browser and the report of a full lab run timed.
+
+mod browser;
+mod speed;
 
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,6 @@
-//! Tests of the probe ledger, the train meter and the responder's gate, on
-//! times given by the test; the ledger also against a simulated responder
-//! with seeded losses on both paths.
+//! Tests of the probe sizes, the probe ledger, the train meter and the
+//! responder's gate, on times given by the test; the ledger also against a
+//! simulated responder with seeded losses on both paths.
 
 #![allow(clippy::unwrap_used)]
 
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::wire::HEADER_BYTES;
 use super::*;
-use crate::cross::IpVersion;
+use crate::cross::{DEFAULT_UDP_PAYLOAD, IpVersion};
 use rightsize_tune::{TrainProbe, UdpProbeReport};
 
 fn ms(n: u64) -> Duration {
@@ -535,4 +536,31 @@ fn the_seen_window_remembers_128_probes_and_masks_64() {
     assert_eq!(w.mask_before(1_065), 0, "1,000 is 65 back");
     assert_eq!(w.mask_before(1_064), 1 << 63);
     assert_eq!(w.mask_before(u64::MAX), 0);
+}
+
+#[test]
+fn probe_and_train_sizes_follow_the_seed_and_the_mtu() {
+    // 100-byte IP packets (seed 001, IV-B).
+    assert_eq!(probe_payload_bytes(IpVersion::V4), 72);
+    assert_eq!(probe_payload_bytes(IpVersion::V6), 52);
+    assert!(usize::from(probe_payload_bytes(IpVersion::V6)) >= HEADER_BYTES);
+    // An MTU-sized train packet is the cross traffic's full-MTU payload.
+    assert_eq!(
+        u64::from(train_payload_bytes(DEFAULT_MTU_BYTES, IpVersion::V4)),
+        DEFAULT_UDP_PAYLOAD.get()
+    );
+    assert_eq!(train_payload_bytes(1500, IpVersion::V6), 1452);
+    assert_eq!(
+        train_payload_bytes(9000, IpVersion::V4),
+        MAX_TRAIN_PACKET_BYTES
+    );
+    assert_eq!(train_payload_bytes(20, IpVersion::V4), HEADER_BYTES as u16);
+    assert_eq!(
+        train_payload_bytes(100_000, IpVersion::V4),
+        MAX_TRAIN_PACKET_BYTES
+    );
+    // A default train: 47 x 1,500 IP bytes after the first packet.
+    let ip_bytes = u64::from(train_payload_bytes(DEFAULT_MTU_BYTES, IpVersion::V4))
+        + IpVersion::V4.udp_overhead_bytes();
+    assert_eq!((u64::from(DEFAULT_TRAIN_PACKETS) - 1) * ip_bytes, 70_500);
 }

@@ -332,3 +332,6 @@ impl Message {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -553,3 +553,5 @@ impl Flow {
         }
     }
 }
+
+mod tests;

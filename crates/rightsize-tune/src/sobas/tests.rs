@@ -1,10 +1,12 @@
 //! `sobas` (seed 001, Fig. 8), one transition at a time over synthetic
 //! traces, then over the modelled path.
 
-use super::harness::{Scenario, rcvbuf_of, run};
-use super::{Peer, Role, bare_sample, control_rtt, limits, ms, rcvbufs, rx_sample, tuner};
+#![allow(clippy::unwrap_used)]
+
+use crate::tests::harness::{Scenario, rcvbuf_of, run};
+use crate::tests::{bare_sample, control_rtt, limits, ms, rcvbufs, rx_sample, tuner};
 use crate::units::Bytes;
-use crate::{Decision, Event, TrainProbe, Tuner, UdpProbeReport};
+use crate::{Decision, Event, Peer, Role, TrainProbe, Tuner, UdpProbeReport};
 
 /// Five trains whose dispersion says `rate` bytes per second.
 fn trains(t: &mut dyn Tuner, rate: f64) -> Vec<Decision> {

@@ -1,15 +1,14 @@
-//! Input checks and the small measuring tools: peer reports are refused
-//! whole when malformed or absurd, the limits come from the host's
-//! sysctls, and meters never go backwards or produce nonsense.
+//! Input checks: peer reports are refused whole when malformed or absurd,
+//! and a peer's summary is its own `TCP_INFO`.
+
+#![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
-use crate::host::HostSettings;
 use crate::input::{MAX_PLAUSIBLE_RATE_BPS, MIN_PLAUSIBLE_PACE_BPS, PeerReportError};
-use crate::meter::{MeterError, RateMeter, WindowRatio, WindowedMax, bytes_capped, rate};
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
-use crate::{Limits, PeerInfo, PeerReport};
+use crate::{PeerInfo, PeerReport};
 
 fn info() -> PeerInfo {
     PeerInfo {
@@ -151,82 +150,4 @@ fn peer_info_is_the_peers_own_tcp_info() {
     assert_eq!((peer.rtt_us, peer.min_rtt_us), (None, None));
     assert_eq!(peer.total_retrans_segs, Some(7));
     assert_eq!(report(Some(peer), None).check(None), Ok(()));
-}
-
-#[test]
-fn limits_come_from_the_host_or_the_linux_defaults() {
-    let host = HostSettings::parse(|key| match key.name() {
-        "net.core.rmem_max" => Some("67108864".into()),
-        "net.ipv4.tcp_wmem" => Some("4096 16384 8388608".into()),
-        _ => None,
-    });
-    let limits = Limits::from_host(&host, Some(8948));
-    assert_eq!(limits.rmem_max, Bytes(64 << 20));
-    assert_eq!(limits.tcp_wmem_max, Bytes(8 << 20));
-    // Unread values: an untuned 6.16+ kernel.
-    assert_eq!(limits.wmem_max, Bytes(212_992));
-    assert_eq!(limits.tcp_rmem_max, Bytes(32 << 20));
-    assert_eq!(limits.mss, Bytes(8948));
-    assert_eq!(Limits::from_host(&host, Some(0)).mss, Bytes(1460));
-}
-
-#[test]
-fn rate_meter_refuses_going_back_and_measures_over_the_lookback() {
-    let mut m = RateMeter::default();
-    let s = Duration::from_secs;
-    m.push(s(0), 0).unwrap();
-    m.push(s(1), 1_000).unwrap();
-    m.push(s(2), 3_000).unwrap();
-    assert_eq!(m.push(s(1), 4_000), Err(MeterError::TimeWentBack));
-    assert_eq!(m.push(s(3), 2_000), Err(MeterError::BytesWentBack));
-    assert_eq!(m.rate_over(s(1)), Some(2_000.0));
-    assert_eq!(m.rate_over(s(2)), Some(1_500.0));
-    // Longer than kept: from the oldest.
-    assert_eq!(m.rate_over(s(60)), Some(1_500.0));
-    assert_eq!(rate(10, Duration::ZERO), None);
-}
-
-#[test]
-fn windowed_max_forgets_old_peaks() {
-    let s = Duration::from_secs;
-    let mut max = WindowedMax::new(s(2));
-    max.update(s(0), 10.0);
-    max.update(s(1), 5.0);
-    assert_eq!(max.get(), Some(10.0));
-    max.update(s(3), 4.0);
-    assert_eq!(max.get(), Some(5.0));
-    max.update(s(4), f64::NAN);
-    max.expire(s(10));
-    assert_eq!(max.get(), Some(4.0));
-    max.reset(s(10), 1.0);
-    assert_eq!(max.get(), Some(1.0));
-}
-
-#[test]
-fn window_ratio_keeps_the_largest_sane_reading() {
-    let mut r = WindowRatio::default();
-    assert_eq!(
-        r.request_for(Bytes(1_000_000), Bytes(u64::MAX)),
-        Bytes(1_000_000)
-    );
-    assert!(!r.observe(400, 1000));
-    assert!(r.observe(890, 1000));
-    assert!(!r.observe(2000, 1000), "a window above the buffer is noise");
-    assert!(!r.observe(1, 0));
-    assert_eq!(r.get(), 0.89);
-    assert_eq!(
-        r.request_for(Bytes(1_780_000), Bytes(u64::MAX)),
-        Bytes(1_000_000)
-    );
-    assert_eq!(r.request_for(Bytes(1_780_000), Bytes(4096)), Bytes(4096));
-}
-
-#[test]
-fn sizes_from_floats_never_leave_range() {
-    let max = Bytes(1000);
-    assert_eq!(bytes_capped(f64::NAN, max), Bytes(0));
-    assert_eq!(bytes_capped(-5.0, max), Bytes(0));
-    assert_eq!(bytes_capped(f64::INFINITY, max), max);
-    assert_eq!(bytes_capped(999.6, max), max);
-    assert_eq!(bytes_capped(12.4, max), Bytes(12));
 }

@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::tests::{Client, codes, text};
-use super::*;
 use crate::rightsize::{Capability, RightsizeFeature, server_udp_port};
+use crate::session::tests::{Client, codes, text};
+use crate::session::*;
 use rightsize_tune::PeerInfo;
 
 /// A logged-in anonymous client with a RETR running.
@@ -141,6 +141,11 @@ fn sbuf_during_a_transfer_with_the_extension_on_goes_to_the_tuner() {
         assert_eq!(c.codes(line), [501], "{line}");
     }
     assert!(c.session.is_transferring());
+    // The same range, in the same words, as between transfers.
+    assert_eq!(
+        text(&c.send("SBUF 0")),
+        "501 SBUF takes 1 to 2147483647 bytes.\r\n"
+    );
     assert_eq!(c.done(TransferOutcome::Complete { bytes: 1000 }), [226]);
     // The size was for that transfer only.
     c.send("PASV");

@@ -8,9 +8,9 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use super::fixture::record;
-use super::*;
 use crate::layout::{LAB_JSON, LabInfo, RUNS_JSONL};
+use crate::report::fixture::record;
+use crate::report::*;
 use crate::scenario::PLOTS;
 
 const TUNERS: [&str; 5] = ["auto", "kernel", "stock", "static:16MiB", "static:64MiB"];

@@ -6,15 +6,17 @@
 //! shape of the targets, with the margins noted where the model
 //! gives less than the target.
 
-use super::harness::{Outcome, Scenario, clamp_of, run};
-use super::model::Path;
-use super::{Peer, Role, control_rtt, ms, rcvbufs, tuner};
+#![allow(clippy::unwrap_used)]
+
 use crate::auto::memory::Memory;
 use crate::auto::view::View;
 use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
+use crate::tests::harness::{Outcome, Scenario, clamp_of, run};
+use crate::tests::model::Path;
+use crate::tests::{control_rtt, ms, rcvbufs, tuner};
 use crate::units::Bytes;
-use crate::{Action, Event, PeerInfo, PeerReport, Sample, TrainProbe};
+use crate::{Action, Event, Peer, PeerInfo, PeerReport, Role, Sample, TrainProbe};
 
 fn mbps(bytes_per_s: f64) -> f64 {
     bytes_per_s * 8e-6
@@ -529,7 +531,7 @@ fn the_window_never_exceeds_what_the_limits_allow() {
         biggest = biggest.max(rcvbufs(&d).into_iter().max().unwrap_or(0));
     }
     assert!(biggest > 0);
-    assert!(biggest <= super::limits().rmem_max.get());
+    assert!(biggest <= crate::tests::limits().rmem_max.get());
 }
 
 /// A sender report 40 ms into the path: `rwnd_ms` of `busy_ms` limited by
@@ -694,7 +696,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
 
 #[test]
 fn memory_comes_down_two_rtts_after_the_window_and_never_during_a_loss() {
-    let mut memory = Memory::new(super::ctx(Role::Receiver, Peer::Rightsize));
+    let mut memory = Memory::new(crate::tests::ctx(Role::Receiver, Peer::Rightsize));
     let (big, small) = (Bytes(2_000_000), Bytes(500_000));
     memory.observe(&memory_view(0, 0, false));
     let grown = memory.actions(big, true);

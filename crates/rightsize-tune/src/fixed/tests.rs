@@ -1,10 +1,12 @@
 //! `stock`, `static:SIZE` and `kernel`: everything before the handshake,
 //! nothing after, whatever happens.
 
-use super::harness::{Scenario, run};
-use super::{Peer, Role, bare_sample, control_rtt, tuner};
+#![allow(clippy::unwrap_used)]
+
+use crate::tests::harness::{Scenario, run};
+use crate::tests::{bare_sample, control_rtt, tuner};
 use crate::units::Bytes;
-use crate::{Settings, Setup};
+use crate::{Peer, Role, Settings, Setup};
 
 fn both(size: u64) -> Setup {
     Setup {

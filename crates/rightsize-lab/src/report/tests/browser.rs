@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use super::browser::check_report;
-use super::fixture::synthetic_dir;
-use super::make_report;
-use super::rendered::{MIN_PLOT_COLOURS, MIN_PLOT_INK};
+use crate::report::browser::check_report;
+use crate::report::fixture::synthetic_dir;
+use crate::report::make_report;
+use crate::report::rendered::{MIN_PLOT_COLOURS, MIN_PLOT_INK};
 use crate::scenario::PLOTS;
 
 #[test]

@@ -3,8 +3,8 @@
 //! shrink the window by Reno's half or CUBIC's 0.7, random loss happens at
 //! its rate. The tuners' tests mean something only if these hold.
 
-use super::harness::{Scenario, run};
-use super::model::{Cc, Flow, Host, MSS, Path, SocketSettings};
+use super::{Cc, Flow, Host, MSS, Path, SocketSettings};
+use crate::tests::harness::{Scenario, run};
 
 fn path(queue_bdps: f64, loss: f64) -> Path {
     Path {

@@ -1,10 +1,12 @@
 //! `drs` (seed 000): goodput per interval x probe RTT, the buffer raised to
 //! twice that BDP whenever below it, the sender kept in step.
 
-use super::harness::{Scenario, rcvbuf_of, run};
-use super::{Peer, Role, bare_sample, control_rtt, limits, ms, rcvbufs, tuner};
+#![allow(clippy::unwrap_used)]
+
+use crate::tests::harness::{Scenario, rcvbuf_of, run};
+use crate::tests::{bare_sample, control_rtt, limits, ms, rcvbufs, tuner};
 use crate::units::Bytes;
-use crate::{Action, Event, PeerReport, Settings};
+use crate::{Action, Event, Peer, PeerReport, Role, Settings};
 
 #[test]
 fn large_buffers_before_the_handshake_then_64_kib() {
@@ -67,7 +69,7 @@ fn without_a_probe_the_receivers_rtt_stands_in_and_without_any_it_waits() {
     let d = drs.on_event(&bare_sample(500, 1_000_000));
     assert!(d.actions.is_empty());
     assert!(d.record.unwrap().reason.contains("no RTT"));
-    let with_rtt = super::rx_sample(1000, 2_000_000, 50, 65_535, 131_072);
+    let with_rtt = crate::tests::rx_sample(1000, 2_000_000, 50, 65_535, 131_072);
     // 2 MB/s x 50 ms x 2 = 200 kB.
     assert_eq!(rcvbufs(&drs.on_event(&with_rtt)), vec![200_000]);
 }

@@ -1,13 +1,12 @@
-//! Tests of the probe datagrams and sizes: the header pinned byte by
-//! byte, every refusal, and the codec fuzzed (no panic, round trips).
+//! Tests of the probe datagrams: the header pinned byte by byte, every
+//! refusal, and the codec fuzzed (no panic, round trips).
 
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
 
-use super::wire::{HEADER_BYTES, MAGIC, VERSION};
 use super::*;
-use crate::cross::{DEFAULT_UDP_PAYLOAD, IpVersion};
+use crate::probe::{DEFAULT_TRAIN_PACKETS, MAX_TRAIN_PACKET_BYTES, MAX_TRAIN_PACKETS};
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -16,37 +15,6 @@ fn config(cases: u32) -> ProptestConfig {
         ..ProptestConfig::default()
     }
 }
-
-// ---- sizes ----
-
-#[test]
-fn probe_and_train_sizes_follow_the_seed_and_the_mtu() {
-    // 100-byte IP packets (seed 001, IV-B).
-    assert_eq!(probe_payload_bytes(IpVersion::V4), 72);
-    assert_eq!(probe_payload_bytes(IpVersion::V6), 52);
-    assert!(usize::from(probe_payload_bytes(IpVersion::V6)) >= HEADER_BYTES);
-    // An MTU-sized train packet is the cross traffic's full-MTU payload.
-    assert_eq!(
-        u64::from(train_payload_bytes(DEFAULT_MTU_BYTES, IpVersion::V4)),
-        DEFAULT_UDP_PAYLOAD.get()
-    );
-    assert_eq!(train_payload_bytes(1500, IpVersion::V6), 1452);
-    assert_eq!(
-        train_payload_bytes(9000, IpVersion::V4),
-        MAX_TRAIN_PACKET_BYTES
-    );
-    assert_eq!(train_payload_bytes(20, IpVersion::V4), HEADER_BYTES as u16);
-    assert_eq!(
-        train_payload_bytes(100_000, IpVersion::V4),
-        MAX_TRAIN_PACKET_BYTES
-    );
-    // A default train: 47 x 1,500 IP bytes after the first packet.
-    let ip_bytes = u64::from(train_payload_bytes(DEFAULT_MTU_BYTES, IpVersion::V4))
-        + IpVersion::V4.udp_overhead_bytes();
-    assert_eq!((u64::from(DEFAULT_TRAIN_PACKETS) - 1) * ip_bytes, 70_500);
-}
-
-// ---- wire ----
 
 fn sample_messages() -> Vec<Message> {
     vec![

@@ -2,14 +2,16 @@
 //! receiver, whenever the send buffer is what holds data back on the
 //! sender.
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
-use super::harness::{Scenario, rcvbuf_of, run};
-use super::{Peer, Role, bare_sample, control_rtt, ms, rcvbufs, tuner};
 use crate::bdp::max_rate_for_window;
 use crate::tcpinfo::TcpInfoSample;
+use crate::tests::harness::{Scenario, rcvbuf_of, run};
+use crate::tests::{bare_sample, control_rtt, ms, rcvbufs, tuner};
 use crate::units::Bytes;
-use crate::{Action, Event, FreeBsdOptions, Sample};
+use crate::{Action, Event, FreeBsdOptions, Peer, Role, Sample};
 
 #[test]
 fn seed_002_rates_of_the_default_and_the_autosized_buffers() {

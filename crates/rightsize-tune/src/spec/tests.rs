@@ -1,6 +1,8 @@
 //! The `--tune` grammar: every name, sizes through `units`, options, and
 //! errors that quote the input and list what is accepted.
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use crate::units::Bytes;
