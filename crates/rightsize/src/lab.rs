@@ -308,7 +308,7 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
                 continue;
             };
             let mb = |b: Option<u64>| b.map_or_else(|| "-".into(), |b| Bytes(b).human_si());
-            let per_mb = match (r.goodput_bps, r.peak_rcvbuf_bytes) {
+            let per_mb = match (r.measured.goodput_bps, r.measured.peak_rcvbuf_bytes) {
                 (Some(g), Some(b)) if b > 0 => format!("{:.1}", g / 1e6 / (b as f64 / 1e6)),
                 _ => "-".into(),
             };
@@ -316,12 +316,14 @@ fn print_table(out: &Path, scenarios: &[ScenarioFile]) -> anyhow::Result<()> {
             println!(
                 "{:<10} {:>10} {:>12} {:>12} {:>10} {:>10} {:>12}{}",
                 name,
-                r.goodput_bps
+                r.measured
+                    .goodput_bps
                     .map_or_else(|| "-".into(), |g| format!("{:.1}", g / 1e6)),
-                mb(r.peak_rcvbuf_bytes),
-                mb(r.peak_sndbuf_bytes),
+                mb(r.measured.peak_rcvbuf_bytes),
+                mb(r.measured.peak_sndbuf_bytes),
                 per_mb,
-                r.bytes_retrans
+                r.measured
+                    .bytes_retrans
                     .map_or_else(|| "-".into(), |b| Bytes(b).human_si()),
                 to90,
                 match (&r.error, r.valid) {

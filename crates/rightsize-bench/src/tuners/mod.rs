@@ -163,7 +163,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                 if record.error.is_some() {
                     failed += 1;
                 } else if rep == 1 {
-                    first_rep[i] = record.goodput_bps;
+                    first_rep[i] = record.measured.goodput_bps;
                 }
             }
         }

@@ -62,11 +62,11 @@ impl Summary {
             tuner: tuner.to_owned(),
             valid: valid.len(),
             total: runs.len(),
-            goodput_bps: med(&|r| r.goodput_bps),
-            peak_rcvbuf_bytes: med(&|r| r.peak_rcvbuf_bytes.map(|b| b as f64)),
-            peak_sndbuf_bytes: med(&|r| r.peak_sndbuf_bytes.map(|b| b as f64)),
-            mean_rcvbuf_bytes: med(&|r| r.mean_rcvbuf_bytes.map(|b| b as f64)),
-            bytes_retrans: med(&|r| r.bytes_retrans.map(|b| b as f64)),
+            goodput_bps: med(&|r| r.measured.goodput_bps),
+            peak_rcvbuf_bytes: med(&|r| r.measured.peak_rcvbuf_bytes.map(|b| b as f64)),
+            peak_sndbuf_bytes: med(&|r| r.measured.peak_sndbuf_bytes.map(|b| b as f64)),
+            mean_rcvbuf_bytes: med(&|r| r.measured.mean_rcvbuf_bytes.map(|b| b as f64)),
+            bytes_retrans: med(&|r| r.measured.bytes_retrans.map(|b| b as f64)),
         }
     }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use rightsize_lab::run::budget::{self, Basis};
 use rightsize_lab::run::paths::{self, LoadedPath};
-use rightsize_lab::run::record::{self, RunRecord};
+use rightsize_lab::run::record::{self, Measured, RunRecord};
 
 use super::options;
 use super::report::{self, Summary, Verdict, median};
@@ -152,15 +152,17 @@ fn run(path: &str, tuner: &str, rep: usize, goodput_mbps: f64, peak_mb: f64) -> 
         valid: true,
         failed_checks: vec![],
         error: None,
-        goodput_bps: Some(goodput_mbps * 1e6),
-        transfer_seconds: Some(20.0),
-        bytes: Some(512 << 20),
-        peak_rcvbuf_bytes: Some((peak_mb * 1e6) as u64),
-        mean_rcvbuf_bytes: Some((peak_mb * 0.5e6) as u64),
-        peak_sndbuf_bytes: Some(4_000_000),
-        bytes_retrans: Some(1000),
-        retrans_segs: Some(1),
-        client_tuner: None,
+        measured: Measured {
+            goodput_bps: Some(goodput_mbps * 1e6),
+            transfer_seconds: Some(20.0),
+            bytes: Some(512 << 20),
+            peak_rcvbuf_bytes: Some((peak_mb * 1e6) as u64),
+            mean_rcvbuf_bytes: Some((peak_mb * 0.5e6) as u64),
+            peak_sndbuf_bytes: Some(4_000_000),
+            bytes_retrans: Some(1000),
+            retrans_segs: Some(1),
+            client_tuner: None,
+        },
         fidelity: None,
         scenario: None,
         variant: None,
@@ -205,10 +207,13 @@ fn measure_reads_the_client_report_and_the_servers_final_line() {
                   {\"kind\":\"final\",\"bytes_retrans\":28960,\"total_retrans_segs\":20}\n";
     let m = record::measure(&client, Some(server), "static:16MiB", "static:16MiB");
     assert_eq!(m.problems, Vec::<String>::new());
-    assert_eq!(m.goodput_bps, Some(1.8e8));
-    assert_eq!(m.peak_rcvbuf_bytes, Some(33554432));
-    assert_eq!(m.peak_sndbuf_bytes, Some(5_000_000));
-    assert_eq!((m.bytes_retrans, m.retrans_segs), (Some(28960), Some(20)));
+    assert_eq!(m.measured.goodput_bps, Some(1.8e8));
+    assert_eq!(m.measured.peak_rcvbuf_bytes, Some(33554432));
+    assert_eq!(m.measured.peak_sndbuf_bytes, Some(5_000_000));
+    assert_eq!(
+        (m.measured.bytes_retrans, m.measured.retrans_segs),
+        (Some(28960), Some(20))
+    );
 
     // The wrong tuner, a missing number, no server telemetry: each named.
     let m = record::measure(&client, None, "auto", "auto");
@@ -313,11 +318,11 @@ fn targets_are_judged_with_their_ratios() {
 #[test]
 fn shallow_targets_use_the_ceiling_and_retransmissions() {
     let mut auto = run("shallow", "auto", 1, 181.0, 3.0);
-    auto.bytes_retrans = Some(100_000);
+    auto.measured.bytes_retrans = Some(100_000);
     let mut fixed = run("shallow", "static:16MiB", 1, 150.0, 33.5);
-    fixed.bytes_retrans = Some(400_000);
+    fixed.measured.bytes_retrans = Some(400_000);
     let mut sobas = run("shallow", "sobas", 1, 150.0, 3.0);
-    sobas.bytes_retrans = Some(0);
+    sobas.measured.bytes_retrans = Some(0);
     let tuners = ["auto", "static:16MiB", "sobas"]
         .map(str::to_owned)
         .to_vec();

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::layout::{LAB_JSON, LabInfo, RUNS_JSONL};
-use crate::run::record::{RUN_KIND, RunRecord};
+use crate::run::record::{Measured, RUN_KIND, RunRecord};
 use crate::scenario::PLOTS;
 
 /// A valid run of `tuner` at `size_bytes` with `goodput_mbps`.
@@ -29,15 +29,17 @@ pub fn record(tuner: &str, size_bytes: u64, rep: usize, goodput_mbps: f64) -> Ru
         valid: true,
         failed_checks: Vec::new(),
         error: None,
-        goodput_bps: Some(goodput_mbps * 1e6),
-        transfer_seconds: Some(8.0),
-        bytes: Some(size_bytes),
-        peak_rcvbuf_bytes: Some(4_000_000),
-        mean_rcvbuf_bytes: Some(3_000_000),
-        peak_sndbuf_bytes: Some(8_000_000),
-        bytes_retrans: Some(1000),
-        retrans_segs: Some(1),
-        client_tuner: None,
+        measured: Measured {
+            goodput_bps: Some(goodput_mbps * 1e6),
+            transfer_seconds: Some(8.0),
+            bytes: Some(size_bytes),
+            peak_rcvbuf_bytes: Some(4_000_000),
+            mean_rcvbuf_bytes: Some(3_000_000),
+            peak_sndbuf_bytes: Some(8_000_000),
+            bytes_retrans: Some(1000),
+            retrans_segs: Some(1),
+            client_tuner: None,
+        },
         fidelity: None,
         scenario: Some("x".into()),
         variant: None,
@@ -163,7 +165,7 @@ pub fn synthetic_dir(dir: &Path) {
     write(&dir.join("scenarios/x.toml"), &scenario_text(&all_plots()));
     let mut failed = record("stock", MIB64, 2, 0.0);
     failed.valid = false;
-    failed.goodput_bps = None;
+    failed.measured.goodput_bps = None;
     failed.error = Some("the client exited 1: <no reply>".into());
     let mut orphan = record("auto", MIB64, 1, 1.0);
     orphan.scenario = None;

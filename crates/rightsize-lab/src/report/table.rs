@@ -183,11 +183,13 @@ fn row(group: &[&RunView]) -> Row {
         .map(|r| &r.record)
         .collect();
     let of = |f: fn(&RunRecord) -> Option<f64>| valid.iter().filter_map(|r| f(r)).collect();
-    let goodput: Vec<f64> = of(|r| r.goodput_bps.map(|g| g / MEGA));
-    let per_mb: Vec<f64> = of(|r| match (r.goodput_bps, r.peak_rcvbuf_bytes) {
-        (Some(g), Some(b)) if b > 0 => Some((g / MEGA) / (b as f64 / MEGA)),
-        _ => None,
-    });
+    let goodput: Vec<f64> = of(|r| r.measured.goodput_bps.map(|g| g / MEGA));
+    let per_mb: Vec<f64> = of(
+        |r| match (r.measured.goodput_bps, r.measured.peak_rcvbuf_bytes) {
+            (Some(g), Some(b)) if b > 0 => Some((g / MEGA) / (b as f64 / MEGA)),
+            _ => None,
+        },
+    );
     let mut reach = ReachSummary::default();
     let mut reached = Vec::new();
     for r in group.iter().filter(|r| r.is_valid()) {
@@ -211,9 +213,9 @@ fn row(group: &[&RunView]) -> Row {
         n_valid: valid.len(),
         n: group.len(),
         goodput_mbps: mean_ci(&goodput),
-        peak_rcvbuf_bytes: mean(&of(|r| r.peak_rcvbuf_bytes.map(|b| b as f64))),
-        peak_sndbuf_bytes: mean(&of(|r| r.peak_sndbuf_bytes.map(|b| b as f64))),
-        bytes_retrans: mean(&of(|r| r.bytes_retrans.map(|b| b as f64))),
+        peak_rcvbuf_bytes: mean(&of(|r| r.measured.peak_rcvbuf_bytes.map(|b| b as f64))),
+        peak_sndbuf_bytes: mean(&of(|r| r.measured.peak_sndbuf_bytes.map(|b| b as f64))),
+        bytes_retrans: mean(&of(|r| r.measured.bytes_retrans.map(|b| b as f64))),
         mbps_per_mb: mean_ci(&per_mb),
         reach,
     }

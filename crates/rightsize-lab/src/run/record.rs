@@ -52,24 +52,10 @@ pub struct RunRecord {
     pub failed_checks: Vec<String>,
     /// What went wrong, when the run produced no measurement.
     pub error: Option<String>,
-    /// Client: bytes over the data connection's lifetime, bits/s.
-    pub goodput_bps: Option<f64>,
-    /// Client: seconds from the data connection being ready to its end.
-    pub transfer_seconds: Option<f64>,
-    /// Client: bytes received.
-    pub bytes: Option<u64>,
-    /// Receiver (client): peak SO_RCVBUF as read back.
-    pub peak_rcvbuf_bytes: Option<u64>,
-    /// Receiver (client): mean SO_RCVBUF as read back.
-    pub mean_rcvbuf_bytes: Option<u64>,
-    /// Sender (server): peak SO_SNDBUF as read back, from its `226`.
-    pub peak_sndbuf_bytes: Option<u64>,
-    /// Sender (server): bytes retransmitted (`tcpi_bytes_retrans`).
-    pub bytes_retrans: Option<u64>,
-    /// Sender (server): segments retransmitted (`tcpi_total_retrans`).
-    pub retrans_segs: Option<u64>,
-    /// The client's tuner at the end: name, state, decisions.
-    pub client_tuner: Option<Value>,
+    /// What the run measured; its keys sit inline in the line, between
+    /// `error` and `fidelity`.
+    #[serde(flatten)]
+    pub measured: Measured,
     /// `path run`'s fidelity verdict as written to `--results`.
     pub fidelity: Option<Value>,
     /// The lab scenario the run belongs to (`rightsize lab`).
@@ -110,29 +96,36 @@ pub fn runs_of(text: &str, invocation: &str) -> anyhow::Result<Vec<RunRecord>> {
 }
 
 /// The numbers of one run, from the client's report and the server's last
-/// telemetry line.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// telemetry line; `None` when the run did not produce one.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Measured {
-    /// See [`RunRecord`].
-    pub rightsize_version: Option<String>,
-    /// See [`RunRecord`].
+    /// Client: bytes over the data connection's lifetime, bits/s.
     pub goodput_bps: Option<f64>,
-    /// See [`RunRecord`].
+    /// Client: seconds from the data connection being ready to its end.
     pub transfer_seconds: Option<f64>,
-    /// See [`RunRecord`].
+    /// Client: bytes received.
     pub bytes: Option<u64>,
-    /// See [`RunRecord`].
+    /// Receiver (client): peak SO_RCVBUF as read back.
     pub peak_rcvbuf_bytes: Option<u64>,
-    /// See [`RunRecord`].
+    /// Receiver (client): mean SO_RCVBUF as read back.
     pub mean_rcvbuf_bytes: Option<u64>,
-    /// See [`RunRecord`].
+    /// Sender (server): peak SO_SNDBUF as read back, from its `226`.
     pub peak_sndbuf_bytes: Option<u64>,
-    /// See [`RunRecord`].
+    /// Sender (server): bytes retransmitted (`tcpi_bytes_retrans`).
     pub bytes_retrans: Option<u64>,
-    /// See [`RunRecord`].
+    /// Sender (server): segments retransmitted (`tcpi_total_retrans`).
     pub retrans_segs: Option<u64>,
-    /// See [`RunRecord`].
+    /// The client's tuner at the end: name, state, decisions.
     pub client_tuner: Option<Value>,
+}
+
+/// What [`measure`] takes out of a run's files.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measurement {
+    /// `rightsize_version` from the client's report.
+    pub rightsize_version: Option<String>,
+    /// The numbers.
+    pub measured: Measured,
     /// Every field that was expected and missing, and every tuner that was
     /// not the one asked for: a run with any is an error.
     pub problems: Vec<String>,
@@ -147,7 +140,7 @@ pub fn measure(
     server_telemetry: Option<&str>,
     server_tune: &str,
     client_tune: &str,
-) -> Measured {
+) -> Measurement {
     let mut m = Measured::default();
     let mut problems = Vec::new();
     let mut f64_at = |v: &Value, path: &str| {
@@ -163,7 +156,6 @@ pub fn measure(
     m.peak_rcvbuf_bytes = f64_at(client, "tuning.buffers.peak_rcvbuf_bytes").map(|b| b as u64);
     m.mean_rcvbuf_bytes = f64_at(client, "tuning.buffers.mean_rcvbuf_bytes").map(|b| b as u64);
     m.peak_sndbuf_bytes = f64_at(client, "server_buffers.peak_sndbuf_bytes").map(|b| b as u64);
-    m.rightsize_version = client["rightsize_version"].as_str().map(str::to_owned);
     m.client_tuner = pointer(client, "tuning.tuner").cloned();
     let ran = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     let wanted = tuner_name(client_tune);
@@ -191,8 +183,11 @@ pub fn measure(
         }
         None => problems.push("no final line in the server's telemetry".to_owned()),
     }
-    m.problems = problems;
-    m
+    Measurement {
+        rightsize_version: client["rightsize_version"].as_str().map(str::to_owned),
+        measured: m,
+        problems,
+    }
 }
 
 /// The name part of a tuner's text: `static` of `static:16MiB`.
@@ -229,3 +224,6 @@ pub fn fidelity_of(results: &Value) -> (Option<bool>, Vec<String>) {
         .unwrap_or_default();
     (valid, failed)
 }
+
+#[cfg(test)]
+mod tests;

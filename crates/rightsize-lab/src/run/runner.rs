@@ -23,7 +23,7 @@ use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
 use super::paths::LoadedPath;
-use super::record::{self, Measured, RunRecord};
+use super::record::{self, Measurement, RunRecord};
 
 /// The server's control port inside the right host's namespace.
 pub const PORT: u16 = 2121;
@@ -77,7 +77,7 @@ pub struct Outcome {
     /// The verdict as `path run` wrote it.
     pub fidelity: Option<Value>,
     /// The numbers.
-    pub measured: Measured,
+    pub measured: Measurement,
     /// Why there are no (trustworthy) numbers.
     pub error: Option<String>,
 }
@@ -190,7 +190,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         fidelity_valid: false,
         failed_checks: Vec::new(),
         fidelity: None,
-        measured: Measured::default(),
+        measured: Measurement::default(),
         error: None,
     };
     let log_tail = || tail(&fs::read_to_string(&path_log).unwrap_or_default(), 4);
@@ -334,15 +334,7 @@ impl Outcome {
             valid: self.fidelity_valid && self.error.is_none(),
             failed_checks: self.failed_checks,
             error: self.error,
-            goodput_bps: m.goodput_bps,
-            transfer_seconds: m.transfer_seconds,
-            bytes: m.bytes,
-            peak_rcvbuf_bytes: m.peak_rcvbuf_bytes,
-            mean_rcvbuf_bytes: m.mean_rcvbuf_bytes,
-            peak_sndbuf_bytes: m.peak_sndbuf_bytes,
-            bytes_retrans: m.bytes_retrans,
-            retrans_segs: m.retrans_segs,
-            client_tuner: m.client_tuner,
+            measured: m.measured,
             fidelity: self.fidelity,
             scenario: id.scenario,
             variant: id.variant,
@@ -392,17 +384,21 @@ pub fn run_line(r: &RunRecord, reps: usize) -> String {
         "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} MB mean {} MB, sndbuf peak {} MB, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
         r.tuner,
         r.rep,
-        r.goodput_bps
+        r.measured
+            .goodput_bps
             .map_or_else(|| "-".to_owned(), |g| format!("{:.1}", g / 1e6)),
-        mb(r.peak_rcvbuf_bytes),
-        mb(r.mean_rcvbuf_bytes),
-        mb(r.peak_sndbuf_bytes),
-        r.bytes_retrans
+        mb(r.measured.peak_rcvbuf_bytes),
+        mb(r.measured.mean_rcvbuf_bytes),
+        mb(r.measured.peak_sndbuf_bytes),
+        r.measured
+            .bytes_retrans
             .map_or_else(|| "-".to_owned(), |b| b.to_string()),
-        r.retrans_segs
+        r.measured
+            .retrans_segs
             .map_or_else(|| "-".to_owned(), |b| b.to_string()),
         Bytes(r.size_bytes).human_iec(),
-        r.transfer_seconds
+        r.measured
+            .transfer_seconds
             .map_or_else(|| "-".to_owned(), |t| format!("{t:.1}")),
         r.wall_seconds
     )

@@ -74,7 +74,7 @@ fn claims_compare_means_at_the_largest_size() {
     assert_eq!(claims[1].measured, None);
     assert_eq!(claims[1].verdict, Verdict::NotMeasured);
     let mut low = runs();
-    low[0].record.goodput_bps = Some(10e6);
+    low[0].record.measured.goodput_bps = Some(10e6);
     let claims = claims_of(&c, &low);
     assert_eq!(claims[0].verdict, Verdict::DoesNotHold);
 }
