@@ -15,7 +15,7 @@
 //!
 //! 1. applies [`Tuner::setup`]'s `pre_handshake` settings before
 //!    `connect()`/`listen()` (Linux fixes the window scale at the handshake,
-//!    see `shared/research/linux-tcp.md`) and its `after_connect` settings
+//!    see `docs/linux-tcp.md`) and its `after_connect` settings
 //!    as soon as the connection is up;
 //! 2. feeds [`Event`]s: a [`Sample`] at [`Tuner::next_wakeup`] (or
 //!    whenever it samples for telemetry), control-channel RTTs, probe
@@ -224,7 +224,7 @@ pub enum Action {
     /// `setsockopt(TCP_WINDOW_CLAMP)` with this window, bytes.
     SetWindowClamp(Bytes),
     /// Tell the peer this size, bytes, over the control channel (drsFTP's
-    /// in-transfer `SBUF`, seed 000 section 3.5): the receive window this
+    /// in-transfer `SBUF`, the drsFTP paper, section 3.5): the receive window this
     /// end offers, so that a sending peer keeps its send buffer in step.
     TellPeer(Bytes),
     /// `setsockopt(SO_MAX_PACING_RATE)` with this ceiling, bytes per second

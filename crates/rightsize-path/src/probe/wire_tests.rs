@@ -20,8 +20,8 @@ fn config(cases: u32) -> ProptestConfig {
 // ---- sizes ----
 
 #[test]
-fn probe_and_train_sizes_follow_the_seed_and_the_mtu() {
-    // 100-byte IP packets (seed 001, IV-B).
+fn probe_and_train_sizes_follow_the_sobas_paper_and_the_mtu() {
+    // 100-byte IP packets (the SOBAS paper, IV-B).
     assert_eq!(probe_payload_bytes(IpVersion::V4), 72);
     assert_eq!(probe_payload_bytes(IpVersion::V6), 52);
     assert!(usize::from(probe_payload_bytes(IpVersion::V6)) >= HEADER_BYTES);
