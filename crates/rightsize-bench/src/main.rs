@@ -11,10 +11,10 @@
 //! 3. the server's resident memory with N idle logged-in sessions, after
 //!    checking every one of them still answers.
 //!
-//! `rightsize-bench tuners`: issue 5's targets for the buffer tuners, every
-//! tuner on the same emulated paths (`rightsize path run`, Rattan), with
-//! medians of repetitions and the ratios the issue asks for; see
-//! [`tuners`].
+//! `rightsize-bench tuners`: the tuner benchmark's goals for the buffer
+//! tuners (goals 1a to 4b of docs/benchmarks.md), every tuner on the same
+//! emulated paths (`rightsize path run`, Rattan), with medians of
+//! repetitions and the ratios the goals ask for; see [`tuners`].
 //!
 //! Run them with `scripts/bench` (builds release binaries first), as root.
 
@@ -27,6 +27,10 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("ftp") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
+            println!("{}", ftp::USAGE);
+            return ExitCode::SUCCESS;
+        }
         Some("ftp") => ftp::run(&args[1..]),
         Some("tuners") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
             println!("{}", tuners::USAGE);

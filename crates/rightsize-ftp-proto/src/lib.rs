@@ -11,7 +11,7 @@
 //! It implements the RFC 959 core with the extensions real peers send
 //! (RFC 2389 FEAT/OPTS, RFC 2428 EPSV/EPRT, RFC 3659 SIZE/MDTM/MLST/REST,
 //! GridFTP's SBUF and Globus CKSM) and rightsize's own RIGHTSIZE extension
-//! (`rightsize`, `notice`, `facts`); see `shared/research/ftp-interop.md`.
+//! (`rightsize`, `notice`, `facts`); see `docs/ftp-interop.md`.
 //! Nothing here does I/O; no input makes it panic (property-tested over more
 //! than 100,000 generated lines). Policy (who may connect where, which path
 //! is allowed) is the session's and the system layer's, not the codec's.

@@ -7,7 +7,7 @@
 //! `RIGHTSIZE SBUF <bytes>` or `RIGHTSIZE INFO <facts>` ended by CRLF. A
 //! notice is not an FTP reply: it starts with a letter, never a digit, so it
 //! cannot be read as any reply code (drsFTP's `126 SBUF` collides with
-//! GridFTP's `126`, see `shared/research/ftp-interop.md`). A client tells
+//! GridFTP's `126`, see `docs/ftp-interop.md`). A client tells
 //! one from a reply line by position: the server sends notices only between
 //! complete replies (a line read while a multi-line reply is open belongs to
 //! that reply), after the transfer's 150/125 and before its 226, and only to
@@ -34,7 +34,7 @@ pub const NOTICE_PREFIX: &str = "RIGHTSIZE ";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerMessage {
     /// A buffer size for the running transfer, bytes (drsFTP's in-transfer
-    /// `SBUF`, seed 000 section 3.5).
+    /// `SBUF`, the drsFTP paper, section 3.5; docs/sources.md).
     Size(u64),
     /// The sender's `TCP_INFO` summary of its data socket.
     Info(PeerInfo),

@@ -1,6 +1,6 @@
 //! The RIGHTSIZE extension's announcement and switch: its FEAT line
 //! (RFC 2389 section 3), `OPTS RIGHTSIZE ON|OFF` (RFC 2389 section 4) and
-//! the replies to it. The README's "Protocol: the RIGHTSIZE extension" is
+//! the replies to it. docs/protocol.md, "The RIGHTSIZE FTP extension", is
 //! the specification; the messages sent during a transfer are in
 //! [`super::notice`] and their facts in [`super::facts`].
 //!

@@ -1,4 +1,5 @@
-//! Sending in writes of a chosen size (`--write-size`, seed 004 Appendix B).
+//! Sending in writes of a chosen size (`--write-size`, the Windows tuning
+//! note's Appendix B; docs/sources.md).
 //!
 //! Guarantees: the bytes go out in pieces of exactly the write size, the
 //! last one shorter, each handed to one `write_all`; on a blocking socket

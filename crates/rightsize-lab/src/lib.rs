@@ -1,4 +1,4 @@
-//! rightsize's lab (issue 6): transfers over emulated paths, run one at a
+//! rightsize's lab: transfers over emulated paths, run one at a
 //! time from scenario files, and the plots and reports made from the data
 //! files they leave (`rightsize lab`, `rightsize demo`). The benchmarks of
 //! `rightsize-bench` run through the same machinery.

@@ -26,26 +26,27 @@ pub const PLOTS: &[&str] = &[
 #[serde(rename_all = "kebab-case")]
 pub enum Plot {
     /// Mean goodput (95% CI) against transfer size, a line per tuner
-    /// (seed 000 Fig. 4).
+    /// (the drsFTP paper, Fig. 4; docs/sources.md).
     GoodputVsSize,
     /// Goodput per MB of peak receive buffer against transfer size
-    /// (seed 000 Fig. 6).
+    /// (the drsFTP paper, Fig. 6).
     MbpsPerMbVsSize,
-    /// Mean goodput against the buffer of `static:SIZE` tuners (seed 004).
+    /// Mean goodput against the buffer of `static:SIZE` tuners (the Windows note).
     GoodputVsBuffer,
     /// Mean goodput (95% CI) per tuner and variant, as bars.
     GoodputByTuner,
-    /// The receiver's SO_RCVBUF over time, a line per run (seed 000 Fig. 5).
+    /// The receiver's SO_RCVBUF over time, a line per run (the drsFTP paper, Fig. 5).
     RcvbufOverTime,
-    /// The receiver's goodput over time, a line per tuner (seed 001).
+    /// The receiver's goodput over time, a line per tuner (the SOBAS paper).
     GoodputOverTime,
-    /// The sender's smoothed RTT over time, a line per tuner (seed 001).
+    /// The sender's smoothed RTT over time, a line per tuner (the SOBAS paper).
     RttOverTime,
 }
 
-/// A setting of the path and the hosts to compare: host settings (seed
-/// 003: default vs tuned hosts), path keys (seed 004: the RTT; seed 001:
-/// cross traffic) and the server's options (seed 004: the write size),
+/// A setting of the path and the hosts to compare: host settings (the
+/// perfSONAR lab: default vs tuned hosts), path keys (the Windows note: the RTT;
+/// the SOBAS paper: cross traffic) and the server's options (the Windows note:
+/// the write size),
 /// laid over the scenario's path.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +69,7 @@ pub struct Variant {
 }
 
 /// A tuner as a scenario names it: one `--tune` for both ends, or one per
-/// end under a label (seed 004: a sender's buffer and a receiver's window).
+/// end under a label (the Windows note: a sender's buffer and a receiver's window).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum TunerEntry {
@@ -91,7 +92,7 @@ pub struct TunerPair {
 }
 
 /// One end's tuner: a `--tune` value, or `static:Nbdp`, a static buffer of
-/// N times the variant's BDP rounded up to whole segments (seed 004 sizes
+/// N times the variant's BDP rounded up to whole segments (the Windows note sizes
 /// `TcpWindowSize` so), resolved when the path is known.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum EndTuner {
@@ -208,7 +209,7 @@ impl std::fmt::Display for RunTuning {
     }
 }
 
-/// Numbers a seed published, drawn beside ours on one plot.
+/// Numbers a source document published, drawn beside ours on one plot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Published {
@@ -220,13 +221,14 @@ pub struct Published {
     pub points: Vec<[f64; 2]>,
 }
 
-/// A seed's headline claim, checked against our measurement: the ratio of
+/// A source document's headline claim, checked against our measurement: the ratio of
 /// one tuner's mean goodput to another's at the largest size, in the first
 /// variant unless the claim names one (and, for the denominator, another).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Claim {
-    /// Which seed, e.g. "000 drsFTP".
+    /// Which document, e.g. "drsFTP paper" (or "rightsize" for rightsize's
+    /// own goals); the report's "source" column.
     pub seed: String,
     /// The claim in words.
     pub text: String,
@@ -276,10 +278,10 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     /// The plots of its report.
     pub plots: Vec<Plot>,
-    /// Numbers the seed published.
+    /// Numbers the source document published.
     #[serde(default)]
     pub published: Vec<Published>,
-    /// The seed's claims.
+    /// The source document's claims, and rightsize's own.
     #[serde(default)]
     pub claims: Vec<Claim>,
     /// `--quick`: sizes and repetitions for a short run.

@@ -155,7 +155,7 @@ path = { delay = "1.25ms", rate = "100Mbit" }
 name = "12 ms"
 path = { delay = "6ms", rate = "100Mbit" }
 [[claims]]
-seed = "004"
+seed = "Windows note"
 text = "tuning multiplies the throughput at 12 ms"
 tuner = "static:1bdp"
 over = "xp default"
@@ -179,7 +179,7 @@ holds_at_least = 3.0
         })
         .collect();
     // 100 Mbit/s x 2.5 ms = 31,250 bytes: 22 segments of 1,448 = 31,856;
-    // x 12 ms = 150,000: 104 segments = 150,592 (seed 004 section 7.1).
+    // x 12 ms = 150,000: 104 segments = 150,592 (the Windows note, section 7.1).
     let sized = |b: u64| rightsize_tune::TunerSpec::Static(Bytes(b)).to_string();
     assert_eq!(
         tunes,

@@ -421,7 +421,7 @@ impl Pacer {
 /// bytes in flight (less the kernel's per-packet overhead: 0.88-0.90 of it
 /// measured on Linux 6.18 over veth with cubic), so a loss-based flow is
 /// limited to about `window / RTT`, as SOBAS's buffer-limited cross traffic
-/// (seed 001, Figs. 14-15). The receiver need not limit too: its window
+/// (the SOBAS paper, Figs. 14-15). The receiver need not limit too: its window
 /// autotunes above the sender's buffer as long as it reads at once, as the
 /// cross-traffic sink does.
 pub fn sndbuf_request_for_window(window: Bytes) -> Result<u64, PlanError> {

@@ -90,7 +90,7 @@ pub enum Backend {
     Auto,
     /// Rattan, a user-space emulator (works on any kernel with veth and AF_PACKET).
     Rattan,
-    /// The kernel's `netem` + `tbf` qdiscs (seed 003's commands).
+    /// The kernel's `netem` + `tbf` qdiscs (the perfSONAR lab's commands).
     Netem,
 }
 
@@ -181,7 +181,7 @@ pub struct HostSpec {
     pub congestion: Option<String>,
     /// `net.core.rmem_max`: host-wide on Linux 6.18 (read-only inside a
     /// namespace), so the system layer raises the host's value while the
-    /// path is up; see the README.
+    /// path is up; see docs/emulation.md, "Per-host settings".
     pub rmem_max: Option<u64>,
     /// `net.core.wmem_max`: host-wide, as `rmem_max`.
     pub wmem_max: Option<u64>,

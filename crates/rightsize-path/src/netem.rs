@@ -1,4 +1,5 @@
-//! A path spec as the kernel's `netem` + `tbf` qdiscs, seed 003's commands:
+//! A path spec as the kernel's `netem` + `tbf` qdiscs, the perfSONAR
+//! lab's commands (docs/sources.md):
 //!
 //! ```text
 //! tc qdisc add dev ens37 root handle 1: netem delay 50ms

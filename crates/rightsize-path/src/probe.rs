@@ -1,7 +1,7 @@
 //! SOBAS's two path probes, without the sockets: the datagrams' wire
 //! format, the bookkeeping of the UDP probe stream, the measurement of a
 //! packet train, and the responder's rule for which train requests to serve
-//! (seed 001, section IV-B).
+//! (the SOBAS paper, section IV-B; docs/sources.md).
 //!
 //! - [`wire`]: the probe datagram's 40-byte versioned header and its four
 //!   kinds (probe, echo, train request, train packet). [`Message::parse`]
@@ -42,10 +42,10 @@ pub use responder::{SeenWindow, TrainGate, TrainRefusal};
 pub use train::{PacketVerdict, TrainDiscard, TrainMeter};
 pub use wire::{Echo, Kind, Message, Probe, TrainPacket, TrainRequest, WireError};
 
-/// How often the UDP probe stream sends a probe: 10 ms (seed 001, IV-B).
+/// How often the UDP probe stream sends a probe: 10 ms (the SOBAS paper, IV-B).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(10);
 
-/// The size of a probe as an IP packet: 100 bytes (seed 001, IV-B: "each
+/// The size of a probe as an IP packet: 100 bytes (the SOBAS paper, IV-B: "each
 /// probing packet is 100B", 80 kbit/s at one per 10 ms).
 pub const PROBE_PACKET_BYTES: u64 = 100;
 
@@ -56,7 +56,7 @@ pub const DEFAULT_REPORT_EVERY: Duration = Duration::from_millis(100);
 /// The path MTU a train's packets fill by default, bytes (Ethernet).
 pub const DEFAULT_MTU_BYTES: u64 = 1500;
 
-/// Packets per train by default. Seed 001 takes the average dispersion of
+/// Packets per train by default. The SOBAS paper takes the average dispersion of
 /// five trains "using UDP probing packets [27]" and does not give their
 /// length. Eleven packets (10 x 1,500 IP bytes after the first) measured
 /// 226 Mbit/s of payload on a 200 Mbit/s Rattan link (193 Mbit/s of TCP
@@ -96,7 +96,7 @@ pub const DEFAULT_TRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a probe may go unanswered before it counts as lost, when no
 /// later probe's echo has shown it lost sooner ([`REORDER_PROBES`]): 1 s,
 /// above the RTT of any path with a queue of a sensible size (a 500 ms
-/// buffer-to-capacity ratio on a 250 ms path, seed 001 appendix).
+/// buffer-to-capacity ratio on a 250 ms path, the SOBAS paper's appendix).
 pub const DEFAULT_LOSS_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A probe counts as lost once the echo of a probe sent this many later

@@ -414,7 +414,7 @@ fn rattan_readback_comparison_finds_dropped_keys() {
 }
 
 #[test]
-fn netem_commands_follow_seed_003() {
+fn netem_commands_follow_the_perfsonar_lab() {
     let s = spec("rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"1bdp\"\nloss = \"0.1%\"\n");
     let plan = netem::plan(&s, Side::Left).unwrap_or_else(|e| panic!("{e}"));
     let lines: Vec<String> = plan.setup.iter().map(|c| c.join(" ")).collect();

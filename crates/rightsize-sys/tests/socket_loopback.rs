@@ -325,7 +325,7 @@ fn rwnd_limited_share_with_8_kib_receiver(sender_cc: &str) -> f64 {
 
 #[test]
 fn tcpinfo_tiny_receive_buffer_makes_the_sender_rwnd_limited() {
-    // Loss-based control, as the seeds' experiments assume. `reno` is always
+    // Loss-based control, as the source documents' experiments assume. `reno` is always
     // built in and allowed without CAP_NET_ADMIN (`cubic` is not, here).
     let share = rwnd_limited_share_with_8_kib_receiver("reno");
     assert!(

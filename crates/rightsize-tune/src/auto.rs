@@ -16,12 +16,12 @@
 //! States:
 //! - `startup`: `W` starts at 64 KiB and ramps while the window is what
 //!   stops the sender. With a packet-train capacity estimate `C'` (SOBAS's
-//!   trick, seed 001) it climbs by 1/18 of `C' x min-RTT` per RTT and stops
+//!   trick, the SOBAS paper) it climbs by 1/18 of `C' x min-RTT` per RTT and stops
 //!   there; without one, by x1.5 per RTT until the rate stops following
 //!   the window or the RTT inflates. The ramp is the receiver pacing slow
 //!   start: a window-limited flow comes in bursts, each growing by what the
 //!   window grew, and slow start's doubling bursts a whole window into the
-//!   bottleneck queue, which overflows first there (seed 001, appendix).
+//!   bottleneck queue, which overflows first there (the SOBAS paper's appendix; docs/sources.md).
 //!   The price is about a second at 200 Mbit/s x 100 ms; the gain, no loss
 //!   on a queue of a tenth of the BDP. A rightsize sender does better: the
 //!   receiver asks it (the `pace` fact) to pace at 1/32 above `C'` (the
@@ -51,7 +51,7 @@
 //!   path's RTT rose: the min-RTT restarts, and the window is the busy
 //!   rate (never more than before) x the new RTT.
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
-//!   queue nor the window explains mean a congested path (seed 001 section III-B: there a limited window
+//!   queue nor the window explains mean a congested path (the SOBAS paper, section III-B: there a limited window
 //!   only costs throughput); `W` goes to four estimated BDPs, stays above
 //!   the flow, and comes back once 128 RTTs pass without loss.
 //!
@@ -67,7 +67,7 @@
 //! from `max(tcp_rmem[2], rmem_max)` when `SO_RCVBUF` is left alone, which
 //! already allows any window `auto` may ask for (never beyond what
 //! `rmem_max` holds), while setting `SO_RCVBUF` first could only lower it
-//! (`shared/research/linux-tcp.md`; the test model does the same).
+//! (`docs/linux-tcp.md`; the test model does the same).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -174,7 +174,7 @@ const DRAIN_ROUNDS: u32 = 4;
 /// share of where it began.
 const RTT_STAYED: f64 = 0.95;
 /// This many loss events the window does not explain, within this many
-/// RTTs, mean a congested path. Seed 001 (section IV-B) only asks whether
+/// RTTs, mean a congested path. The SOBAS paper (section IV-B) only asks whether
 /// the loss rate is non-zero, and waiting costs: at a window near the BDP
 /// each loss halves the rate for seconds. But a mistaken step-aside costs
 /// more than what `static` costs: on Rattan one burst loss (a window that

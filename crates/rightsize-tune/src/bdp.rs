@@ -19,7 +19,7 @@ pub const MAX_UNSCALED_WINDOW: u64 = 65_535;
 pub const MAX_WINDOW_SCALE: u8 = 14;
 
 /// The largest window one TCP connection can advertise: 65,535 x 2^14 =
-/// 1,073,725,440 bytes (seed 003, section 1.4).
+/// 1,073,725,440 bytes (the perfSONAR lab, section 1.4; docs/sources.md).
 pub const MAX_WINDOW: Bytes = Bytes(MAX_UNSCALED_WINDOW << MAX_WINDOW_SCALE);
 
 /// The Ethernet TCP maximum segment size without options (1500 - 40).
@@ -39,7 +39,7 @@ pub struct PathParams {
 impl PathParams {
     /// The bandwidth-delay product: `rate x rtt / 8`, rounded up to a byte.
     ///
-    /// Seed 003: 10 Gbit/s x 50 ms = 62,500,000 bytes.
+    /// The perfSONAR lab: 10 Gbit/s x 50 ms = 62,500,000 bytes.
     pub fn bdp(&self) -> Bytes {
         let bits = u128::from(self.rate.bps()) * self.rtt.as_nanos();
         let bytes = bits.div_ceil(8 * NANOS_PER_SEC);
@@ -47,7 +47,7 @@ impl PathParams {
     }
 
     /// The share of the path a window (or buffer) of `window` bytes can use,
-    /// from 0.0 to 1.0 (seed 003: 1 MiB at 10 Gbit/s x 50 ms is 1.68%).
+    /// from 0.0 to 1.0 (the perfSONAR lab: 1 MiB at 10 Gbit/s x 50 ms is 1.68%).
     pub fn utilisation(&self, window: Bytes) -> f64 {
         let bdp = self.bdp().get();
         if bdp == 0 {
@@ -64,7 +64,7 @@ impl PathParams {
 }
 
 /// The most one connection with window `window` can carry over `rtt`:
-/// `window x 8 / rtt` (seed 002: 32 KiB at 100 ms is 2.62 Mbit/s).
+/// `window x 8 / rtt` (FreeBSD's autosizing patch: 32 KiB at 100 ms is 2.62 Mbit/s).
 pub fn max_rate_for_window(window: Bytes, rtt: Duration) -> BitRate {
     let nanos = rtt.as_nanos();
     if nanos == 0 {
@@ -87,7 +87,7 @@ pub fn max_window_for_scale(shift: u8) -> Bytes {
 
 /// The window scale Linux offers in its SYN when no `SO_RCVBUF` was set:
 /// `ilog2(max(tcp_rmem[2], rmem_max)) - 15`, clamped to 0..=14
-/// (`tcp_select_initial_window`; see `shared/research/linux-tcp.md`).
+/// (`tcp_select_initial_window`; see `docs/linux-tcp.md`).
 pub fn linux_handshake_window_scale(tcp_rmem_max: Bytes, rmem_max: Bytes) -> u8 {
     let space = tcp_rmem_max
         .get()
@@ -100,7 +100,7 @@ pub fn linux_handshake_window_scale(tcp_rmem_max: Bytes, rmem_max: Bytes) -> u8 
 }
 
 /// Rounds `bytes` up to an even multiple of `mss`, that is a multiple of
-/// `2 x mss`, as seed 004 sizes `TcpWindowSize` (150,000 bytes at MSS 1460
+/// `2 x mss`, as the Windows tuning note sizes `TcpWindowSize` (150,000 bytes at MSS 1460
 /// becomes 104 x 1460 = 151,840).
 pub fn round_up_to_even_mss(bytes: Bytes, mss: u64) -> Bytes {
     let step = 2 * mss.max(1);
@@ -120,12 +120,12 @@ mod tests {
     }
 
     #[test]
-    fn seed_003_ten_gigabit_fifty_ms() {
+    fn perfsonar_ten_gigabit_fifty_ms() {
         assert_eq!(path("10G", 50.0).bdp(), Bytes(62_500_000));
     }
 
     #[test]
-    fn seed_003_two_gigabit_hundred_ms_and_the_mib_convention() {
+    fn perfsonar_two_gigabit_hundred_ms_and_the_mib_convention() {
         assert_eq!(path("2G", 100.0).bdp(), Bytes(25_000_000));
         // The lab then redoes it in MiB: 2 x 25 MiB.
         assert_eq!(2 * 25 * 1024 * 1024, 52_428_800);
@@ -133,19 +133,19 @@ mod tests {
     }
 
     #[test]
-    fn seed_003_one_mib_buffer_uses_1_68_percent() {
+    fn perfsonar_one_mib_buffer_uses_1_68_percent() {
         let share = path("10G", 50.0).utilisation(Bytes(1 << 20));
         assert_eq!(format!("{:.2}%", share * 100.0), "1.68%");
     }
 
     #[test]
-    fn seed_004_hundred_megabit() {
+    fn windows_note_hundred_megabit() {
         assert_eq!(path("100M", 20.0).bdp(), Bytes(250_000));
         assert_eq!(path("100M", 2.5).bdp(), Bytes(31_250));
     }
 
     #[test]
-    fn seed_004_tcp_window_size_even_mss() {
+    fn windows_note_tcp_window_size_even_mss() {
         for (rtt_ms, expected) in [(12.0, 151_840), (20.0, 251_120), (40.0, 502_240)] {
             let bdp = path("100M", rtt_ms).bdp();
             assert_eq!(
@@ -157,12 +157,12 @@ mod tests {
     }
 
     #[test]
-    fn seed_000_oc12_hundred_ms() {
+    fn drsftp_oc12_hundred_ms() {
         assert_eq!(path("622M", 100.0).bdp(), Bytes(7_775_000));
     }
 
     #[test]
-    fn seed_002_window_caps() {
+    fn freebsd_patch_window_caps() {
         let rtt = Duration::from_millis(100);
         assert_eq!(
             max_rate_for_window(Bytes(64 * 1024), rtt).human(),

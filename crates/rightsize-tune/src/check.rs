@@ -1,7 +1,7 @@
 //! Which of a host's settings caps one TCP stream on a path, and the fix.
 //!
 //! Each limit is one setting and the window it allows, turned into a rate by
-//! `window / RTT`. Buffers count under the convention of seed 003 (half of a
+//! `window / RTT`. Buffers count under the convention of the perfSONAR lab (half of a
 //! buffer becomes window), the same rule the advice uses, so a setting caps
 //! exactly when the advice would raise it; the "at most" rate (the whole
 //! buffer as window) is reported beside it because kernels since 6.5 measure
@@ -253,10 +253,10 @@ fn notes(host: &HostSettings) -> Vec<String> {
     if let Some(cc) = &host.tcp_congestion_control {
         let kind = match cc.as_str() {
             "cubic" | "reno" => {
-                "loss-based, as the seeds assume: on a shallow bottleneck queue it loses throughput to its own drops"
+                "loss-based, as the source documents assume: on a shallow bottleneck queue it loses throughput to its own drops"
             }
             "bbr" => {
-                "model-based: keeps the queue short and tolerates random loss; the seeds' experiments assume loss-based control (cubic)"
+                "model-based: keeps the queue short and tolerates random loss; the source documents' experiments assume loss-based control (cubic)"
             }
             _ => "check how it reacts to loss and queueing",
         };

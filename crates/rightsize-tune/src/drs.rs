@@ -1,4 +1,5 @@
-//! `drs`: dynamic right-sizing in user space, as drsFTP does it (seed 000).
+//! `drs`: dynamic right-sizing in user space, as drsFTP does it (the drsFTP
+//! paper, docs/sources.md).
 //!
 //! Receiver: every sampling interval (default 1 s, section 4.1) the goodput
 //! is the bytes received in the interval over its length (section 3.1);

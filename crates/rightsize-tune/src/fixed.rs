@@ -1,8 +1,9 @@
 //! `stock`, `static:SIZE` and `kernel`: tuners that decide everything
 //! before the handshake and nothing after.
 //!
-//! `stock` is the seeds' baseline, 64 KiB send and receive buffers (seed
-//! 000 section 4.2: "the high-end of OS-default TCP buffer sizes"), set
+//! `stock` is the source documents' baseline, 64 KiB send and receive
+//! buffers (the drsFTP paper, section 4.2, docs/sources.md: "the high-end
+//! of OS-default TCP buffer sizes"), set
 //! before the handshake so that the window scale is what a stock
 //! application would get. `static:SIZE` does the same with the user's size,
 //! passed through unclamped so that the read-back shows what the kernel
@@ -14,7 +15,7 @@ use std::time::Duration;
 use super::{Context, Decision, Event, Inputs, Settings, Setup, Tuner};
 use crate::units::Bytes;
 
-/// The stock buffer size: 64 KiB (seed 000 section 4.2).
+/// The stock buffer size: 64 KiB (the drsFTP paper, section 4.2).
 pub const STOCK_BUFFER: Bytes = Bytes(64 * 1024);
 
 /// A tuner whose buffers never change after the handshake.
@@ -60,7 +61,7 @@ impl Tuner for Fixed {
     }
 
     fn setup(&self) -> Setup {
-        // Both buffers on both ends, as the seeds' stock and static FTP do:
+        // Both buffers on both ends, as the drsFTP paper's stock and static FTP do:
         // the receive buffer sets the window, the send buffer what the
         // sender can keep in flight.
         Setup {

@@ -1,11 +1,11 @@
-//! `freebsd`: FreeBSD's automatic send and receive buffer sizing (seed 002,
-//! Andre Oppermann's 2006 patch), in user space.
+//! `freebsd`: FreeBSD's automatic send and receive buffer sizing (Andre
+//! Oppermann's 2006 autosizing patch, docs/sources.md), in user space.
 //!
 //! Buffers start at FreeBSD's defaults (32 KiB send, 64 KiB receive) and
 //! grow by a fixed step up to a limit, with the knobs `sendbuf_auto`,
 //! `sendbuf_inc`, `sendbuf_max`, `recvbuf_auto`, `recvbuf_inc`,
 //! `recvbuf_max` ([`FreeBsdOptions`], defaults 8 KiB / 256 KiB and
-//! 16 KiB / 256 KiB as in the seed).
+//! 16 KiB / 256 KiB as in the patch).
 //!
 //! - Receiver (`tcp_input.c` of the patch): bytes are counted over one RTT;
 //!   if more than 7/8 of the buffer arrived within it (and the RTT is under
@@ -31,11 +31,11 @@ use super::{Tuner, fixed::STOCK_BUFFER};
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
 
-/// FreeBSD's default send buffer, `net.inet.tcp.sendspace` (seed 002:
+/// FreeBSD's default send buffer, `net.inet.tcp.sendspace` (the patch:
 /// "FreeBSD has a default 32K send socket buffer").
 pub const SENDSPACE: Bytes = Bytes(32 * 1024);
 
-/// FreeBSD's default receive buffer, `net.inet.tcp.recvspace` (seed 002:
+/// FreeBSD's default receive buffer, `net.inet.tcp.recvspace` (the patch:
 /// "a default of 64K buffer").
 pub const RECVSPACE: Bytes = STOCK_BUFFER;
 

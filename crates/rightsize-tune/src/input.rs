@@ -37,12 +37,12 @@ pub enum Event {
     /// A periodic reading of this end.
     Sample(Sample),
     /// An RTT measured on the control channel (drsFTP's `SBUF` round trip,
-    /// seed 000 section 3.5, or the control socket's `tcpi_rtt`).
+    /// the drsFTP paper, section 3.5, or the control socket's `tcpi_rtt`).
     ControlRtt(RttMeasurement),
-    /// One packet train's dispersion (SOBAS's capacity probe, seed 001
-    /// section IV-B).
+    /// One packet train's dispersion (SOBAS's capacity probe, the SOBAS
+    /// paper, section IV-B).
     Train(TrainProbe),
-    /// A summary of the out-of-band UDP probe stream (seed 001 section IV-B).
+    /// A summary of the out-of-band UDP probe stream (the SOBAS paper, section IV-B).
     UdpProbes(UdpProbeReport),
     /// What the peer said over the control channel.
     Peer(PeerReport),
@@ -99,7 +99,7 @@ pub struct TrainProbe {
 }
 
 /// The UDP probe stream since the previous report: SOBAS sends a 100-byte
-/// probe every 10 ms and the peer echoes it (seed 001 section IV-B).
+/// probe every 10 ms and the peer echoes it (the SOBAS paper, section IV-B; docs/sources.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpProbeReport {
     /// When the report was made.
@@ -165,7 +165,7 @@ pub struct PeerReport {
     /// Its `TCP_INFO` summary, if the peer is rightsize.
     pub info: Option<PeerInfo>,
     /// A size the peer tells or asks for, bytes (drsFTP's in-transfer
-    /// `SBUF`, seed 000 section 3.5).
+    /// `SBUF`, the drsFTP paper, section 3.5).
     pub size: Option<Bytes>,
 }
 

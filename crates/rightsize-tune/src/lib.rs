@@ -16,7 +16,7 @@
 //!
 //! 1. the FTP layer applies [`Tuner::setup`]'s `pre_handshake` settings
 //!    before `connect()`/`listen()` (Linux fixes the window scale at the
-//!    handshake, see `shared/research/linux-tcp.md`), mapped to socket
+//!    handshake, see `docs/linux-tcp.md`), mapped to socket
 //!    requests by [`driver::settings_actions`];
 //! 2. a [`driver::Driver`], run by the system layer's monitor, applies the
 //!    `after_connect` settings as soon as the connection is up and feeds
@@ -230,7 +230,7 @@ pub enum Action {
     /// `setsockopt(TCP_WINDOW_CLAMP)` with this window, bytes.
     SetWindowClamp(Bytes),
     /// Tell the peer this size, bytes, over the control channel (drsFTP's
-    /// in-transfer `SBUF`, seed 000 section 3.5): the receive window this
+    /// in-transfer `SBUF`, the drsFTP paper, section 3.5): the receive window this
     /// end offers, so that a sending peer keeps its send buffer in step.
     TellPeer(Bytes),
     /// `setsockopt(SO_MAX_PACING_RATE)` with this ceiling, bytes per second

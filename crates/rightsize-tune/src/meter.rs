@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::units::{Bytes, human_rate};
 
 /// Linux stores twice an `SO_RCVBUF`/`SO_SNDBUF` request (half for its
-/// bookkeeping; `shared/research/linux-tcp.md`), so a read-back is about
+/// bookkeeping; `docs/linux-tcp.md`), so a read-back is about
 /// this many times the request.
 pub const LINUX_BUFFER_DOUBLING: u64 = 2;
 

@@ -1,4 +1,5 @@
-//! `sobas`: socket buffer auto-sizing at the application layer (seed 001),
+//! `sobas`: socket buffer auto-sizing at the application layer (the SOBAS
+//! paper, docs/sources.md),
 //! the whole state machine of its Fig. 8, on the receiver.
 //!
 //! - Before the handshake both buffers are set to their maximum, for the
@@ -459,7 +460,7 @@ impl Sobas {
 
     /// Probe loss in a period the transfer did not cause itself: its rate
     /// was steady (not climbing in slow start, when its own bursts overflow
-    /// the queue, seed 001 appendix; not dropping after a loss) and the next
+    /// the queue, the SOBAS paper's appendix; not dropping after a loss) and the next
     /// period shows no drop (the queue the transfer filled before one).
     fn congested(&self) -> bool {
         let periods: Vec<Period> = self.periods.iter().copied().collect();

@@ -21,29 +21,30 @@ pub const ACCEPTED: &str = "stock, static:SIZE (e.g. static:16MiB, static:212.5K
      freebsd[:recvbuf_max=SIZE,recvbuf_inc=SIZE,recvbuf_auto=0|1,sendbuf_max=SIZE,sendbuf_inc=SIZE,sendbuf_auto=0|1], \
      auto";
 
-/// drs's sampling interval when none is given: one second, as in seed 000
+/// drs's sampling interval when none is given: one second, as in the drsFTP paper,
 /// section 4.1 ("a conservative configuration with very low overhead").
 pub const DRS_DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The shortest drs interval accepted: below it the goodput of one
-/// interval is dominated by scheduling and buffering (seed 000 section 3.1).
+/// interval is dominated by scheduling and buffering (the drsFTP paper,
+/// section 3.1; docs/sources.md).
 pub const DRS_MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A tuner and its options, as parsed from `--tune`. It serializes as its
 /// canonical text (`"static:16MiB"`), which parses back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TunerSpec {
-    /// 64 KiB send and receive buffers, fixed: the seeds' baseline.
+    /// 64 KiB send and receive buffers, fixed: the source documents' baseline.
     Stock,
     /// Both buffers fixed at this request, bytes.
     Static(Bytes),
     /// Set nothing; the kernel autotunes.
     Kernel,
-    /// Dynamic right-sizing in user space (seed 000).
+    /// Dynamic right-sizing in user space (the drsFTP paper).
     Drs(DrsOptions),
-    /// Socket buffer auto-sizing (seed 001, Fig. 8).
+    /// Socket buffer auto-sizing (the SOBAS paper, Fig. 8).
     Sobas,
-    /// FreeBSD's automatic buffer sizing, in user space (seed 002).
+    /// FreeBSD's automatic buffer sizing, in user space (FreeBSD's autosizing patch).
     FreeBsd(FreeBsdOptions),
     /// rightsize's own tuner, driven by `TCP_INFO` on both ends.
     #[default]
@@ -53,7 +54,7 @@ pub enum TunerSpec {
 /// Options of `drs`: `drs:interval=500ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct DrsOptions {
-    /// How long each goodput sample aggregates (seed 000 section 3.1);
+    /// How long each goodput sample aggregates (the drsFTP paper, section 3.1);
     /// default [`DRS_DEFAULT_INTERVAL`], at least [`DRS_MIN_INTERVAL`].
     pub interval: Duration,
 }
@@ -66,7 +67,7 @@ impl Default for DrsOptions {
     }
 }
 
-/// The knobs of seed 002 (`net.inet.tcp.{send,recv}buf_{auto,inc,max}`),
+/// The knobs of FreeBSD's autosizing patch (`net.inet.tcp.{send,recv}buf_{auto,inc,max}`),
 /// with the patch's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FreeBsdOptions {

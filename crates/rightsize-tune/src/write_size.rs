@@ -1,7 +1,8 @@
 //! The application's write size on a sending data connection
 //! (`--write-size` of `rightsize serve` and `rightsize put`).
 //!
-//! Seed 004 (Appendix B, section 10.1) measures throughput against the
+//! The Windows tuning note (Appendix B, section 10.1; docs/sources.md)
+//! measures throughput against the
 //! sender's write size ("packet size", 1,024 to 16,384 bytes) and its send
 //! buffer; to reproduce that, the sender writes with `write(2)` calls of at
 //! most this many bytes. A [`WriteSize`] is always within
@@ -18,7 +19,7 @@ use crate::units::{Bytes, UnitError};
 
 /// The smallest write size, bytes.
 pub const MIN_WRITE_SIZE_BYTES: u64 = 1;
-/// The largest write size, bytes (16 MiB): far above seed 004's 16,384, and
+/// The largest write size, bytes (16 MiB): far above the Windows note's 16,384, and
 /// a buffer of it per sending connection is still cheap.
 pub const MAX_WRITE_SIZE_BYTES: u64 = 16 << 20;
 

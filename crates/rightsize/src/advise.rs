@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::cli::AdviseArgs;
 
-/// The JSON document `advise --json` prints (README.md, "advise --json").
+/// The JSON document `advise --json` prints (docs/telemetry.md, "advise --json").
 #[derive(Debug, Serialize)]
 struct Report {
     rightsize_version: &'static str,
@@ -165,7 +165,7 @@ fn render_buffer(out: &mut String, answer: &BufferAnswer) {
     }
     let _ = writeln!(
         out,
-        "(A Linux socket buffer is not all window: under seed 003's convention half of it is; see `rightsize advise --help`.)"
+        "(A Linux socket buffer is not all window: under the perfSONAR lab's convention half of it is; see `rightsize advise --help`.)"
     );
 }
 

@@ -50,7 +50,8 @@ pub enum Command {
     /// Say what limits one TCP stream to a rightsize server, and the settings that fix it.
     #[command(long_about = crate::doctor::DOCTOR_ABOUT)]
     Doctor(crate::doctor::DoctorArgs),
-    /// Reproduce the seeds' experiments on emulated paths: runs, plots and a report.
+    /// Reproduce the drsFTP, SOBAS, perfSONAR lab and Windows note experiments on emulated paths:
+    /// runs, plots and a report.
     #[command(long_about = crate::lab::LAB_ABOUT)]
     Lab(crate::lab::LabArgs),
     /// The main job: five buffer policies on a built-in long fat path, a table and a report.
@@ -158,7 +159,7 @@ pub struct AdviseArgs {
     #[arg(long, requires = "bandwidth")]
     pub check: bool,
 
-    /// Print JSON (schema in README.md) instead of text.
+    /// Print JSON (schema in docs/telemetry.md) instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -64,7 +64,7 @@ pub struct DoctorArgs {
     #[arg(long, short = 'b', value_name = "RATE", value_parser = BitRate::parse_positive)]
     pub bandwidth: Option<BitRate>,
 
-    /// Print one JSON object instead of text (schema in README.md).
+    /// Print one JSON object instead of text (schema in docs/telemetry.md).
     #[arg(long)]
     pub json: bool,
 }

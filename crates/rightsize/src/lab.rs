@@ -21,7 +21,9 @@ use rightsize_sys::signals::StopSignals;
 use rightsize_tune::units::Bytes;
 
 pub const LAB_ABOUT: &str = "\
-Reproduce the seeds' experiments on emulated paths: each scenario (a TOML file; built-in ones in \
+Reproduce the experiments of rightsize's source documents on emulated paths: the drsFTP and \
+SOBAS papers, the perfSONAR BDP lab and the Windows 2000/XP tuning note (docs/sources.md). Each \
+scenario (a TOML file; built-in ones in \
 lab/scenarios/, commented) names a path, the tuners, the transfer sizes, the repetitions and the \
 plots. `lab run` makes every run, one at a time, each on a fresh path (`rightsize path run` with \
 `rightsize serve --tune T` on the right host and `rightsize get --tune T` on the left), into a \
@@ -29,7 +31,7 @@ results directory; `lab report` makes PNG and SVG plots, one self-contained HTML
 Markdown summary from that directory's files alone. Needs root (network namespaces).
 
   rightsize lab list
-  rightsize lab run demo drsftp-fig4 --out results/
+  rightsize lab run demo drsftp --out results/
   rightsize lab run lab/scenarios/perfsonar.toml --out results/ --quick
   rightsize lab report results/
   rightsize lab report results/ --screenshot

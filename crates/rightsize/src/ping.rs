@@ -51,7 +51,7 @@ pub struct PingArgs {
     #[arg(short = 'i', long, value_name = "SECONDS", default_value = "1", value_parser = parse_interval)]
     pub interval: Duration,
 
-    /// Print one JSON object at the end instead of text (schema in README.md).
+    /// Print one JSON object at the end instead of text (schema in docs/telemetry.md).
     #[arg(long)]
     pub json: bool,
 

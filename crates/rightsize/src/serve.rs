@@ -96,8 +96,8 @@ pub struct ServeArgs {
 
     /// Send with write(2) calls of at most BYTES each (the last one shorter) on every data
     /// connection the server sends on (RETR, the zero source, listings), instead of sendfile: 1 to
-    /// 16MiB, e.g. 1024, 4KB, 16KiB. For seed 004's write-size experiment; on Linux a small write
-    /// size mostly costs CPU. Default: sendfile.
+    /// 16MiB, e.g. 1024, 4KB, 16KiB. For the Windows note's write-size experiment; on Linux a
+    /// small write size mostly costs CPU. Default: sendfile.
     #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
     pub write_size: Option<WriteSize>,
 

@@ -74,7 +74,7 @@ pub struct TestArgs {
     #[arg(short = 'i', long, value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Option<Duration>,
 
-    /// Print one JSON object at the end instead of text (schema in README.md).
+    /// Print one JSON object at the end instead of text (schema in docs/telemetry.md).
     #[arg(long)]
     pub json: bool,
 }

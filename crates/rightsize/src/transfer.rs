@@ -61,8 +61,8 @@ pub struct PutArgs {
     pub url: FtpUrl,
 
     /// Send with write(2) calls of at most BYTES each (the last one shorter): 1 to 16MiB, e.g.
-    /// 1024, 4KB, 16KiB. For seed 004's write-size experiment; on Linux a small write size mostly
-    /// costs CPU.
+    /// 1024, 4KB, 16KiB. For the Windows note's write-size experiment; on Linux a small write size
+    /// mostly costs CPU.
     #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
     pub write_size: Option<WriteSize>,
 
@@ -89,7 +89,7 @@ pub struct TransferArgs {
     #[arg(short = 'i', long, value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Option<Duration>,
 
-    /// Print one JSON summary on standard output at the end (schema in README.md).
+    /// Print one JSON summary on standard output at the end (schema in docs/telemetry.md).
     #[arg(long)]
     pub json: bool,
 

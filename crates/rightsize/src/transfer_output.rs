@@ -368,7 +368,7 @@ fn buffers_text(applied: &Applied) -> String {
     }
 }
 
-/// The `--json` summary (README.md, "get/put --json").
+/// The `--json` summary (docs/telemetry.md, "get --json and put --json").
 pub fn summary_json(report: &Report) -> Value {
     let info = report.tcp_info.as_ref();
     json!({

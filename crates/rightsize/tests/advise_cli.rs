@@ -70,7 +70,7 @@ fn json_carries_the_same_numbers() {
 }
 
 #[test]
-fn windows_xp_follows_seed_004() {
+fn windows_xp_follows_the_windows_note() {
     let output = rightsize(&[
         "advise",
         "--bandwidth",

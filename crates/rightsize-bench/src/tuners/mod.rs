@@ -1,11 +1,11 @@
-//! `rightsize-bench tuners`: issue 5's benchmark. Every tuner, on the same
-//! emulated paths, in one run. The issue asks for:
+//! `rightsize-bench tuners`: the tuner benchmark (docs/benchmarks.md). Every
+//! tuner, on the same emulated paths, in one run. What it measures, as first specified:
 //!
 //! > Benchmarks (on emulated paths; a command that runs every tuner on the
 //! > same path in one run, at least 3 repetitions, and prints medians and
 //! > ratios). Memory is the peak SO_RCVBUF on the receiver and the peak
 //! > SO_SNDBUF on the sender, as read back, reported separately; 'Mbit/s
-//! > per MB' is goodput over peak receive buffer, as in seed 000 Fig. 6.
+//! > per MB' is goodput over peak receive buffer, as in the drsFTP paper's Fig. 6.
 //! > 1. Non-congested path, 200 Mbit/s, 2 x 50 ms, drop-tail queue of
 //! >    1 x BDP, cubic, 512 MiB: auto reaches at least 0.95x the goodput of
 //! >    static:16MiB and at least 6x stock; its peak receive buffer is at
@@ -16,7 +16,7 @@
 //! >    the whole transfer, slow start included), more than static:16MiB
 //! >    does, with at most 0.2x its retransmitted bytes.
 //! > 3. A path whose rate and RTT change during the transfer (a trace in
-//! >    the spirit of seed 000 Fig. 1): auto reaches at least 0.9x the
+//! >    the spirit of the drsFTP paper's Fig. 1): auto reaches at least 0.9x the
 //! >    goodput of static:16MiB with at most a third of its mean receive
 //! >    buffer.
 //! > 4. drs and sobas show the behaviour their papers report (drs well
@@ -31,7 +31,7 @@
 //! (appended), and the tables and verdicts are made from those lines.
 //! A run that fails a fidelity check of `path run` (exit 3) is recorded as
 //! invalid and left out of the medians. The command exits 0 whether or not
-//! the targets are met, 1 if a run failed.
+//! the goals are met, 1 if a run failed.
 
 mod options;
 mod report;
@@ -58,10 +58,10 @@ Runs every tuner on each emulated path (bench/paths/NAME.toml, or a spec file), 
 fresh `rightsize path run`: `rightsize serve --tune T` on the right host, `rightsize get --tune T`
 on the left (the receiver). As root. Prints per path the median goodput, the receiver's peak and
 mean SO_RCVBUF, the sender's peak SO_SNDBUF, Mbit/s per MB of peak receive buffer and the
-sender's retransmitted bytes, then issue 5's targets, each met or not. Tuners whose rate is
+sender's retransmitted bytes, then the goals 1a to 4b, each met or not. Tuners whose rate is
 below 20 Mbit/s (stock; or as measured by their first repetition) move what lasts ~30 s instead.
 Every run is a line of DIR/runs.jsonl (default: target/bench-results/tuners-UNIXTIME).
-Exits 0 whether or not targets are met, 1 if a run failed.
+Exits 0 whether or not the goals are met, 1 if a run failed.
 --smoke: lfn, auto and stock, 1 repetition, 32 MiB (short runs of ~5 s): checks that it works.";
 
 /// Runs the benchmark; `Ok(false)` if a run failed.
@@ -201,7 +201,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         println!("{}", j.line());
     }
     if o.smoke {
-        println!("\nsmoke run: every part ran; targets are not judged on so short a run");
+        println!("\nsmoke run: every part ran; goals are not judged on so short a run");
     }
     if failed > 0 {
         println!(

@@ -12,7 +12,7 @@ use rightsize_tune::units::Bytes;
 
 use super::USAGE;
 
-/// The paths of issue 5's targets, in the order they are run.
+/// The paths of the tuner benchmark's goals, in the order they are run.
 pub const DEFAULT_PATHS: &[&str] = &["lfn", "shallow", "changing"];
 
 /// Every tuner, the baselines first.
@@ -26,10 +26,10 @@ pub const DEFAULT_TUNERS: &[&str] = &[
     "auto",
 ];
 
-/// Repetitions of each tuner on each path: the issue asks for at least 3.
+/// Repetitions of each tuner on each path: the benchmark asks for at least 3.
 pub const DEFAULT_REPS: usize = 3;
 
-/// Bytes per transfer: the issue's 512 MiB.
+/// Bytes per transfer: the benchmark's 512 MiB.
 pub const DEFAULT_SIZE: Bytes = Bytes(512 << 20);
 
 /// What `--smoke` runs: enough to prove every part works, in well under a

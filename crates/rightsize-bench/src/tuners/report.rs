@@ -1,4 +1,5 @@
-//! From run records to the tables and the verdicts on issue 5's targets.
+//! From run records to the tables and the verdicts on the tuner
+//! benchmark's goals (1a to 4b of docs/benchmarks.md).
 //! Pure: runs in, text and verdicts out.
 
 use std::fmt::Write as _;
@@ -71,7 +72,7 @@ impl Summary {
     }
 
     /// Goodput per receive buffer: Mbit/s per MB of peak SO_RCVBUF
-    /// (seed 000 Fig. 6), from the medians.
+    /// (the drsFTP paper's Fig. 6), from the medians.
     pub fn mbps_per_mb(&self) -> Option<f64> {
         match (self.goodput_bps, self.peak_rcvbuf_bytes) {
             (Some(g), Some(b)) if b > 0.0 => Some((g / 1e6) / (b / 1e6)),
@@ -203,7 +204,7 @@ pub enum Bound {
     MoreThan,
 }
 
-/// One of issue 5's targets.
+/// One of the tuner benchmark's goals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Target {
     /// `1a`, `2c`, ...
@@ -218,15 +219,15 @@ pub struct Target {
     pub reference: Reference,
     /// How.
     pub bound: Bound,
-    /// Where the bound comes from, when the issue gives none.
+    /// Where the bound comes from, when the goal's wording gives none.
     pub note: &'static str,
 }
 
 const STATIC_16: &str = "static:16MiB";
 
-/// Issue 5's targets 1-4. The issue gives no number for "well above
-/// stock" (target 4): 2x is this benchmark's reading. "Avoiding the losses
-/// of the over-provisioned buffer" is read as target 2's bound on
+/// The goals 1a to 4b. Goal 4a, drs "well above stock", gives no
+/// number: 2x is this benchmark's reading. "Avoiding the losses of the
+/// over-provisioned buffer" (goal 4b) is read as goal 2c's bound on
 /// retransmitted bytes.
 pub const TARGETS: &[Target] = &[
     Target {
@@ -335,11 +336,11 @@ pub const TARGETS: &[Target] = &[
         metric: Metric::RetransBytes,
         reference: Reference::Tuner(STATIC_16),
         bound: Bound::AtMost(0.2),
-        note: " (target 2's bound on losses)",
+        note: " (goal 2c's bound on losses)",
     },
 ];
 
-/// A target's outcome.
+/// A goal's outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Met.
@@ -350,10 +351,10 @@ pub enum Verdict {
     NotMeasured(String),
 }
 
-/// A target, judged.
+/// A goal, judged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
-    /// The target.
+    /// The goal.
     pub target: Target,
     /// The tuner's value and the reference value (`factor` not applied).
     pub values: Option<(f64, f64)>,
@@ -368,7 +369,7 @@ impl Judged {
             .and_then(|(v, r)| if r != 0.0 { Some(v / r) } else { None })
     }
 
-    /// One line: `target 1a (lfn): auto goodput >= 0.95 x static:16MiB's:
+    /// One line: `goal 1a (lfn): auto goodput >= 0.95 x static:16MiB's:
     /// measured 181.0 Mbit/s vs 190.2 Mbit/s (0.952x) -> met`.
     pub fn line(&self) -> String {
         let t = &self.target;
@@ -399,7 +400,7 @@ impl Judged {
             ),
         };
         format!(
-            "target {} ({}): {} {} {bound}{}: {outcome}",
+            "goal {} ({}): {} {} {bound}{}: {outcome}",
             t.id,
             t.path,
             t.tuner,
@@ -417,7 +418,7 @@ fn factor(f: f64) -> String {
     }
 }
 
-/// Judges every target whose path is in `paths`.
+/// Judges every goal whose path is in `paths`.
 pub fn judge(summaries: &[Summary], paths: &[PathFacts]) -> Vec<Judged> {
     TARGETS
         .iter()

@@ -1,5 +1,5 @@
 //! The pure parts of `rightsize-bench tuners`: flags, sizes, run lines,
-//! medians, targets. No root, no network.
+//! medians, goals. No root, no network.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,7 +29,7 @@ fn median_of_odd_even_and_none() {
 }
 
 #[test]
-fn defaults_are_the_issues_and_smoke_is_small() {
+fn defaults_are_the_benchmarks_and_smoke_is_small() {
     let o = options::parse(&[]).expect("defaults");
     assert_eq!(o.paths, ["lfn", "shallow", "changing"]);
     let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
@@ -276,11 +276,11 @@ fn verdict_of<'a>(judged: &'a [report::Judged], id: &str) -> &'a report::Judged 
     judged
         .iter()
         .find(|j| j.target.id == id)
-        .unwrap_or_else(|| panic!("no target {id}"))
+        .unwrap_or_else(|| panic!("no goal {id}"))
 }
 
 #[test]
-fn targets_are_judged_with_their_ratios() {
+fn goals_are_judged_with_their_ratios() {
     let runs = [
         run("lfn", "auto", 1, 190.0, 4.0),
         run("lfn", "static:16MiB", 1, 192.0, 33.5),
@@ -292,7 +292,7 @@ fn targets_are_judged_with_their_ratios() {
         .to_vec();
     let summaries = report::summarise(&runs, &["lfn".to_owned()], &tuners);
     let judged = report::judge(&summaries, &[facts("lfn")]);
-    // Only lfn's targets: 1a-1e and drs's 4a.
+    // Only lfn's goals: 1a-1e and drs's 4a.
     assert_eq!(judged.len(), 6);
     let a = verdict_of(&judged, "1a");
     assert_eq!(a.verdict, Verdict::Met);
@@ -316,7 +316,7 @@ fn targets_are_judged_with_their_ratios() {
 }
 
 #[test]
-fn shallow_targets_use_the_ceiling_and_retransmissions() {
+fn shallow_goals_use_the_ceiling_and_retransmissions() {
     let mut auto = run("shallow", "auto", 1, 181.0, 3.0);
     auto.measured.bytes_retrans = Some(100_000);
     let mut fixed = run("shallow", "static:16MiB", 1, 150.0, 33.5);
@@ -377,7 +377,7 @@ fn the_run_spec_starts_the_server_and_keeps_traces_reachable() {
 }
 
 #[test]
-fn the_committed_paths_are_the_issues() {
+fn the_committed_paths_are_the_benchmarks() {
     let lfn = LoadedPath::load("lfn").expect("lfn");
     let f = lfn.facts();
     assert_eq!(f.bdp_bytes, 2.5e6);

@@ -2,7 +2,7 @@
 //! in binary, over a data connection whose buffers are set before the
 //! handshake and read back.
 //!
-//! Sequence (see `shared/research/ftp-interop.md` for why each step): the
+//! Sequence (see `docs/ftp-interop.md` for why each step): the
 //! `220` greeting, `USER`/`PASS` (a `230` right after `USER` ends the
 //! login), `FEAT` (500/502 means "nothing"), `TYPE I` (before `EPSV`: the
 //! Globus server binds the type at `PASV`/`EPSV` time), for a download
@@ -92,7 +92,7 @@ pub struct Options {
     /// A telemetry file of the data connection, with the tuner's decisions.
     pub telemetry: Option<TelemetryFile>,
     /// Bytes per `write(2)` when the client sends (an upload, or a test
-    /// that sends), to reproduce seed 004's write-size experiment
+    /// that sends), to reproduce the Windows tuning note's write-size experiment
     /// (Appendix B). `None` (the default) writes 256 KiB pieces.
     pub write_size: Option<WriteSize>,
 }

@@ -97,8 +97,8 @@ impl Session<TcpStream> {
         )
     }
 
-    /// Turns the RIGHTSIZE extension on if the server offers it (README,
-    /// "Protocol: the RIGHTSIZE extension"); a refusal only leaves it off.
+    /// Turns the RIGHTSIZE extension on if the server offers it
+    /// (docs/protocol.md); a refusal only leaves it off.
     pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
         let offered = self
             .features

@@ -87,7 +87,7 @@ pub struct ServerConfig {
     /// they are.
     pub tune: Option<TunerSpec>,
     /// Bytes per `write(2)` on every data connection the server sends on
-    /// (RETR, the zero source, listings), to reproduce seed 004's
+    /// (RETR, the zero source, listings), to reproduce the Windows tuning note's
     /// write-size experiment (Appendix B); `None` sends files and the zero
     /// source with `sendfile` in [`COPY_CHUNK_BYTES`] calls.
     pub write_size: Option<WriteSize>,

@@ -154,7 +154,7 @@ pub fn invalid_cells(r: &InvalidRun) -> [String; 6] {
 /// The claims table's column heads.
 pub const CLAIM_HEADS: [&str; 7] = [
     "scenario",
-    "seed",
+    "source",
     "claim",
     "published ratio",
     "measured ratio",

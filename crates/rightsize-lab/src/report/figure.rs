@@ -68,7 +68,7 @@ pub enum SeriesKind {
     Measured,
     /// A time series: a thin line.
     Trace,
-    /// Numbers a seed published: distinct markers, no line.
+    /// Numbers a source document published: distinct markers, no line.
     Published,
 }
 
@@ -92,7 +92,7 @@ pub struct RefLine {
     pub y: f64,
     /// Index into the palette.
     pub color: usize,
-    /// Drawn as a seed's number (dashed) rather than ours.
+    /// Drawn as a source document's number (dashed) rather than ours.
     pub published: bool,
 }
 
@@ -445,7 +445,7 @@ fn by_variant_tuner(rows: &[Row]) -> Vec<((&str, &str), Vec<&Row>)> {
 }
 
 /// What the goodput-vs-buffer plot sweeps: `static:SIZE` on both ends,
-/// or, for pairs (seed 004's send buffer against the receiver's
+/// or, for pairs (the Windows note's send buffer against the receiver's
 /// autotuning), the server's `static:SIZE` beside the client's tuner.
 fn swept_buffer(checked: &Checked, rows: &[&Row]) -> String {
     let pair = rows
@@ -467,7 +467,7 @@ fn swept_buffer(checked: &Checked, rows: &[&Row]) -> String {
 }
 
 /// The buffer of a `static:SIZE` tuner, bytes: the label's own, or that
-/// of the sender's tuner of a pair the scenario labels so (seed 004's send
+/// of the sender's tuner of a pair the scenario labels so (the Windows note's send
 /// buffer sweep).
 fn static_bytes(checked: &Checked, label: &str) -> Option<u64> {
     let fixed = |t: &TunerSpec| match t {

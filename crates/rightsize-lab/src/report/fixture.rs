@@ -80,7 +80,7 @@ label = "drsFTP (paper): drs"
 points = [[1048576, 20.0], [67108864, 150.0]]
 
 [[claims]]
-seed = "000 drsFTP"
+seed = "drsFTP paper"
 text = "auto beats stock by 5x"
 tuner = "auto"
 over = "stock"
@@ -88,7 +88,7 @@ published = 5.0
 holds_at_least = 2.0
 
 [[claims]]
-seed = "000 drsFTP"
+seed = "drsFTP paper"
 text = "static beats auto"
 tuner = "static:16MiB"
 over = "auto"

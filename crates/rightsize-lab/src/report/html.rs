@@ -200,7 +200,7 @@ mod tests {
             }],
             claims: vec![ClaimRow {
                 scenario: "lfn".into(),
-                seed: "000".into(),
+                seed: "drsFTP paper".into(),
                 text: "auto > stock".into(),
                 published: 5.0,
                 holds_at_least: 2.0,
@@ -223,6 +223,7 @@ mod tests {
         assert!(page.contains("<td class=\"n\">4 MiB</td><td>—</td><td class=\"n\">0 B</td>"));
         assert!(page.contains("failed checks: idle_rtt"));
         assert!(page.contains("<td class=\"holds\">holds</td>"));
+        assert!(page.contains("<th>source</th>") && page.contains("<td>drsFTP paper</td>"));
         assert!(page.contains("lab &lt;run&gt;") && page.contains("quick"));
         assert!(page.contains("<li>a &lt;note&gt;</li>"));
     }
@@ -236,11 +237,9 @@ mod tests {
             )
         );
         assert!(md.contains("- [goodput](lfn-goodput-vs-size.svg)"));
-        assert!(
-            md.contains(
-                "| lfn | 000 | auto > stock | 5.00 | 6.00 (path, 1 MiB) | ≥ 2.00 | holds |"
-            )
-        );
+        assert!(md.contains(
+            "| lfn | drsFTP paper | auto > stock | 5.00 | 6.00 (path, 1 MiB) | ≥ 2.00 | holds |"
+        ));
     }
 
     #[test]

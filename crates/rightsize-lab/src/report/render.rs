@@ -29,7 +29,7 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// A reference line's dash and gap, pixels: long dashes for a seed's
+/// A reference line's dash and gap, pixels: long dashes for a published
 /// number, short ones for ours.
 fn dash(published: bool) -> (i32, i32) {
     if published { (10, 5) } else { (3, 3) }

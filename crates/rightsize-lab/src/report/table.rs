@@ -271,7 +271,7 @@ impl Verdict {
     }
 }
 
-/// A seed's claim and our measurement of it.
+/// A source document's claim and our measurement of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimRow {
     /// The scenario it belongs to.

@@ -8,8 +8,8 @@
 //! path, `rtt` is the mean RTT of those echoed. Resolution goes in sequence
 //! order, so a probe is reported once, and `lost <= sent` always.
 //!
-//! Forward and reverse: the prober is the end that receives the data (seed
-//! 001, IV-B: the receiver probes, the sender echoes), so an echo travels
+//! Forward and reverse: the prober is the end that receives the data (the
+//! SOBAS paper, IV-B: the receiver probes, the sender echoes), so an echo travels
 //! the data's forward path. Each echo says which of the 64 probes before it
 //! reached the responder ([`Echo::seen`]): a lost probe that did reach it
 //! lost its echo on the forward path and counts in `lost`; one that did not

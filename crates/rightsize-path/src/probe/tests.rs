@@ -540,7 +540,7 @@ fn the_seen_window_remembers_128_probes_and_masks_64() {
 
 #[test]
 fn probe_and_train_sizes_follow_the_seed_and_the_mtu() {
-    // 100-byte IP packets (seed 001, IV-B).
+    // 100-byte IP packets (the SOBAS paper, IV-B).
     assert_eq!(probe_payload_bytes(IpVersion::V4), 72);
     assert_eq!(probe_payload_bytes(IpVersion::V6), 52);
     assert!(usize::from(probe_payload_bytes(IpVersion::V6)) >= HEADER_BYTES);

@@ -1,6 +1,6 @@
 //! One packet train as the prober receives it, turned into a capacity
 //! sample: the IP bytes that arrived after the first packet, over the time
-//! from the first arrival to the last (seed 001, IV-B).
+//! from the first arrival to the last (the SOBAS paper, IV-B).
 //!
 //! "First" and "last" are by arrival time, whatever the packets' indices
 //! say, so reordering changes nothing. A train with missing packets is

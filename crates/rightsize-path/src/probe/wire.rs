@@ -86,8 +86,8 @@ pub struct Echo {
     /// Which of the 64 probes before this one the responder had seen
     /// when it sent this echo: bit `i` stands for probe `seq - 1 - i`. It
     /// tells a probe lost on its way out (it never reached the responder)
-    /// from an echo lost on its way back, on the data's forward path (seed
-    /// 001, IV-B: the sender echoes the probes "with a probe sequence
+    /// from an echo lost on its way back, on the data's forward path (the
+    /// SOBAS paper, IV-B: the sender echoes the probes "with a probe sequence
     /// number" so that the receiver sees the forward path's losses).
     pub seen: u64,
 }

@@ -7,7 +7,7 @@
 //! holder process on each side (so the namespaces live until rightsize says
 //! so), learns the ID from them, and records it. **netem** (where the
 //! kernel has `sch_netem`) uses rightsize's own `rs-NAME-l`/`-r` namespaces
-//! on 198.18.0.0/30 with seed 003's qdiscs.
+//! on 198.18.0.0/30 with the perfSONAR lab's qdiscs (docs/sources.md).
 //!
 //! Every path is recorded in `/run/rightsize/paths/NAME/state.json` before
 //! anything runs in it, so [`down_all`] can remove what a killed run left
@@ -177,7 +177,7 @@ pub struct EmulatedPath {
 
 impl EmulatedPath {
     /// Brings `spec` up. `down_all` is the caller's business (the CLI runs
-    /// it first, as the issue asks); this never touches other paths.
+    /// it first); this never touches other paths.
     pub fn up(spec: &PathSpec, options: UpOptions) -> Result<EmulatedPath, EmuError> {
         preflight_root()?;
         let name = options

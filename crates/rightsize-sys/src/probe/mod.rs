@@ -1,4 +1,4 @@
-//! SOBAS's path probes over real UDP sockets (seed 001, section IV-B): the
+//! SOBAS's path probes over real UDP sockets (the SOBAS paper, section IV-B; docs/sources.md): the
 //! packet trains that estimate the capacity before data flows, and the
 //! out-of-band probe stream (100 bytes every 10 ms, echoed) that gives the
 //! RTT and the forward path's loss.

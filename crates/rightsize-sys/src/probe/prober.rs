@@ -51,7 +51,7 @@ pub enum Timestamps {
 /// How a [`Prober`] probes; [`ProberOptions::default`] is SOBAS's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProberOptions {
-    /// Train samples wanted, [`TRAINS`] (five, seed 001 IV-B); 0 skips the
+    /// Train samples wanted, [`TRAINS`] (five, the SOBAS paper, IV-B); 0 skips the
     /// trains.
     pub trains: usize,
     /// Train requests sent at most, [`TRAIN_ATTEMPTS`]; a lost train is

@@ -1,4 +1,4 @@
-//! FreeBSD and macOS advice: socket-buffer autosizing limits (seed 002's
+//! FreeBSD and macOS advice: socket-buffer autosizing limits (FreeBSD's patch's
 //! knobs as today's FreeBSD has them) and `kern.ipc.maxsockbuf`.
 //!
 //! Both kernels check a buffer against `kern.ipc.maxsockbuf` scaled by
@@ -69,8 +69,8 @@ pub(super) fn freebsd(summary: &PathSummary) -> OsAdvice {
             value: buffer.to_string(),
             why: "how far receive-buffer autosizing may grow (it grows 1.5x at a time, so leave headroom: 2 x BDP)".into(),
         },
-        Setting { name: "net.inet.tcp.sendbuf_auto".into(), value: "1".into(), why: "send-buffer autosizing on (seed 002)".into() },
-        Setting { name: "net.inet.tcp.recvbuf_auto".into(), value: "1".into(), why: "receive-buffer autosizing on (seed 002)".into() },
+        Setting { name: "net.inet.tcp.sendbuf_auto".into(), value: "1".into(), why: "send-buffer autosizing on (FreeBSD's autosizing patch)".into() },
+        Setting { name: "net.inet.tcp.recvbuf_auto".into(), value: "1".into(), why: "receive-buffer autosizing on (FreeBSD's autosizing patch)".into() },
         Setting {
             name: "net.inet.tcp.sendbuf_inc".into(),
             value: inc.to_string(),
@@ -86,8 +86,8 @@ pub(super) fn freebsd(summary: &PathSummary) -> OsAdvice {
         settings,
         notes: vec![
             "An application that sets SO_RCVBUF or SO_SNDBUF turns autosizing off for that socket.".into(),
-            "recvbuf_inc, in seed 002's patch, is gone: today the receive buffer grows 1.5x when more than 3/8 of it arrives within half an RTT.".into(),
-            "Seed 002's defaults (sendbuf_max = recvbuf_max = 256 KiB) cap one stream at 20 Mbit/s at 100 ms; today's are 2 MiB.".into(),
+            "recvbuf_inc, in FreeBSD's 2006 autosizing patch, is gone: today the receive buffer grows 1.5x when more than 3/8 of it arrives within half an RTT.".into(),
+            "The 2006 patch's defaults (sendbuf_max = recvbuf_max = 256 KiB) cap one stream at 20 Mbit/s at 100 ms; today's are 2 MiB.".into(),
         ],
     }
 }

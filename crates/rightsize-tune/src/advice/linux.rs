@@ -1,7 +1,7 @@
-//! Linux advice: the four buffer sysctls of seed 003, window scaling,
+//! Linux advice: the four buffer sysctls of the perfSONAR lab, window scaling,
 //! receive autotuning, and what a modern kernel changes about them.
 //!
-//! Seed 003 sizes every buffer at 2 x BDP (half of a buffer is kernel
+//! The perfSONAR lab (docs/sources.md) sizes every buffer at 2 x BDP (half of a buffer is kernel
 //! overhead). The send side keeps that. The receive side gets 4 x BDP:
 //! measured on Linux 6.18 over a 50 Mbit/s x 40 ms emulated path (BDP
 //! 250 kB, cubic, a 1 x BDP queue), the kernel advertised 0.62 of the
@@ -134,7 +134,7 @@ pub(super) fn advise(summary: &PathSummary, host: &HostSettings) -> OsAdvice {
             scale_offered,
             bdp::max_window_for_scale(scale_offered).grouped()
         ),
-        format!("Why {RECEIVE_BDPS} x BDP to receive and 2 x BDP to send: seed 003 (section 1.3) assumes half of a buffer goes to kernel overhead and sizes both at 2 x BDP. Since Linux 6.5 the kernel measures its own ratio of payload to memory (scaling_ratio) instead: 0.62 on Linux 6.18 with 1500-byte packets, so 2 x BDP of receive buffer is a window of 1.24 x BDP, which a queue at the bottleneck or one loss burst turns into a receive-window limit (measured: 93% of the sender's busy time at 0.90 of capacity, against 2% with {RECEIVE_BDPS} x BDP). Autotuning only grows the buffer as far as the flow needs; `ss -tmi` on a running transfer shows the buffer (skmem rb/tb) and the window (rcv_space)."),
+        format!("Why {RECEIVE_BDPS} x BDP to receive and 2 x BDP to send: the perfSONAR lab (section 1.3) assumes half of a buffer goes to kernel overhead and sizes both at 2 x BDP. Since Linux 6.5 the kernel measures its own ratio of payload to memory (scaling_ratio) instead: 0.62 on Linux 6.18 with 1500-byte packets, so 2 x BDP of receive buffer is a window of 1.24 x BDP, which a queue at the bottleneck or one loss burst turns into a receive-window limit (measured: 93% of the sender's busy time at 0.90 of capacity, against 2% with {RECEIVE_BDPS} x BDP). Autotuning only grows the buffer as far as the flow needs; `ss -tmi` on a running transfer shows the buffer (skmem rb/tb) and the window (rcv_space)."),
         format!(
             "Linux 6.16 raised the default tcp_rmem max to 32 MiB, but tcp_wmem max is still 4 MiB: untuned, a sender caps one stream at about {} (half of 4 MiB per RTT) to {} (all of it) on this path.",
             rate_over(4_194_304 / 2, summary),
@@ -187,8 +187,8 @@ mod tests {
     }
 
     #[test]
-    fn seed_003_two_gig_hundred_ms() {
-        // Seed 003's 2 x BDP (50 MB) on the send side; the receive side
+    fn perfsonar_two_gig_hundred_ms() {
+        // The perfSONAR lab's 2 x BDP (50 MB) on the send side; the receive side
         // gets 4 x BDP for the window Linux 6.18 makes of a buffer.
         let advice = advise(&summary("2G", 100), &HostSettings::linux_defaults());
         assert_eq!(advice.buffer_bytes, 100_000_000);

@@ -27,13 +27,13 @@ pub use linux::{LINUX_DROPIN_PATH, RECEIVE_BDPS, linux_buffer, linux_receive_buf
 pub enum Os {
     /// Linux 2.6.17 and later (autotuning), with notes for 6.5+ and 6.16+.
     Linux,
-    /// FreeBSD 7 and later (socket buffer autosizing, seed 002).
+    /// FreeBSD 7 and later (socket buffer autosizing, FreeBSD's patch).
     Freebsd,
     /// macOS.
     Macos,
     /// Windows Vista and later (receive window auto-tuning).
     Windows,
-    /// Windows 2000 and XP, as seed 004 tunes them.
+    /// Windows 2000 and XP, as the Windows tuning note tunes them.
     WindowsXp,
 }
 
@@ -65,7 +65,7 @@ impl Os {
             Os::Freebsd => "FreeBSD",
             Os::Macos => "macOS",
             Os::Windows => "Windows Vista and later",
-            Os::WindowsXp => "Windows 2000/XP (seed 004)",
+            Os::WindowsXp => "Windows 2000/XP (the Windows tuning note)",
         }
     }
 }
@@ -212,7 +212,7 @@ impl BufferAnswer {
 }
 
 /// `2 x bytes`, the buffer that holds a window of `bytes` under the
-/// half-for-overhead convention of seed 003 section 1.3.
+/// half-for-overhead convention of the perfSONAR lab, section 1.3.
 pub(crate) fn twice(bytes: u64) -> u64 {
     bytes.saturating_mul(2)
 }

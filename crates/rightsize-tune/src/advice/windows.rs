@@ -1,6 +1,7 @@
 //! Windows advice: the receive-window auto-tuning level of Vista and later,
-//! and the registry values of seed 004 for Windows 2000/XP, computed exactly
-//! as the seed does (BDP rounded up to an even multiple of the MSS).
+//! and the registry values of the Windows tuning note (docs/sources.md) for
+//! Windows 2000/XP, computed exactly as the note does (BDP rounded up to
+//! an even multiple of the MSS).
 
 use super::{ConfigFile, Os, OsAdvice, PathSummary, Setting};
 use crate::bdp::{self, MAX_UNSCALED_WINDOW};
@@ -15,7 +16,7 @@ const LEVELS: [(&str, u8); 5] = [
     ("experimental", 14),
 ];
 
-/// The largest `TcpWindowSize` the registry takes (seed 004, appendix 9.5).
+/// The largest `TcpWindowSize` the registry takes (the Windows tuning note, appendix 9.5).
 const XP_MAX_WINDOW: u64 = 0x3FFF_FFFF;
 
 /// The least auto-tuning level whose largest window holds `bdp`.
@@ -84,14 +85,14 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
     let mut settings = vec![Setting {
         name: format!(r"{afd}\DefaultSendWindow"),
         value: window.to_string(),
-        why: "the sender's socket buffer: one BDP (seed 004, step 3 or 4; the default is 8192)"
+        why: "the sender's socket buffer: one BDP (the Windows tuning note, step 3 or 4; the default is 8192)"
             .into(),
     }];
     if large {
         settings.push(Setting {
             name: format!(r"{tcpip}\Tcp1323Opts"),
             value: "1".into(),
-            why: "window scaling on, timestamps off (seed 004: 3 would also send timestamps, which costs throughput); on both hosts".into(),
+            why: "window scaling on, timestamps off (the Windows tuning note: 3 would also send timestamps, which costs throughput); on both hosts".into(),
         });
         settings.push(Setting {
             name: format!(r"{tcpip}\TcpWindowSize"),
@@ -136,9 +137,9 @@ pub(super) fn xp(summary: &PathSummary) -> OsAdvice {
         notes: vec![
             "Reboot after changing these registry values.".into(),
             if large {
-                "Seed 004 measured 11.7x the throughput at 40 ms RTT with these values over the defaults.".into()
+                "The Windows tuning note measured 11.7x the throughput at 40 ms RTT with these values over the defaults.".into()
             } else {
-                "The BDP fits in 64 kB: seed 004 sets only the send buffer, and leaves window scaling alone.".into()
+                "The BDP fits in 64 kB: the Windows tuning note sets only the send buffer, and leaves window scaling alone.".into()
             },
         ],
     }
@@ -154,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_004_registry_values() {
+    fn windows_note_registry_values() {
         for (rtt_us, window) in [(12_000, 151_840), (20_000, 251_120), (40_000, 502_240)] {
             let advice = xp(&summary("100M", rtt_us));
             let tcp_window = advice
@@ -179,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_004_small_bdp_sets_only_the_send_buffer() {
+    fn windows_note_small_bdp_sets_only_the_send_buffer() {
         let advice = xp(&summary("100M", 2_500));
         assert_eq!(advice.settings.len(), 1);
         assert!(advice.settings[0].name.ends_with("DefaultSendWindow"));

@@ -1,10 +1,10 @@
-//! `auto` over the modelled path: the issue's benchmark paths (200 Mbit/s,
+//! `auto` over the modelled path: the tuner benchmark's paths (200 Mbit/s,
 //! 2 x 50 ms, CUBIC; queues of 1 and 0.1 BDP), a path that changes, a
 //! congested path; and its reactions to the kernel and to bad input.
 //!
 //! The model is not the kernel: these pin `auto`'s behaviour and the
-//! shape of the issue's targets, with the margins noted where the model
-//! gives less than the target.
+//! shape of the tuner benchmark's goals, with the margins noted where the model
+//! gives less than the goal.
 
 #![allow(clippy::unwrap_used)]
 
@@ -22,7 +22,7 @@ fn mbps(bytes_per_s: f64) -> f64 {
     bytes_per_s * 8e-6
 }
 
-/// The wire BDP of the benchmark path, as the issue counts it: 2.5 MB.
+/// The wire BDP of the benchmark path, as the tuner benchmark counts it: 2.5 MB.
 fn wire_bdp(s: &Scenario) -> f64 {
     s.path.rate_bps / 8.0 * s.path.base_rtt
 }
@@ -59,7 +59,7 @@ fn deep_queue_full_rate_with_a_fraction_of_the_memory() {
         auto.peak_rcvbuf
     );
     assert!(auto.peak_rcvbuf <= 0.25 * kernel.peak_rcvbuf);
-    // The issue asks 0.98 x the kernel's goodput; in the model the ramp
+    // Goal 1d asks 0.98 x the kernel's goodput; in the model the ramp
     // that keeps a shallow queue from overflowing costs about 3% here.
     assert!(
         g >= 0.96 * kernel.goodput,
@@ -141,7 +141,7 @@ fn without_trains_or_a_rightsize_peer_it_still_finds_the_bandwidth() {
     }
 }
 
-/// Issue 5's target 3: at least 0.9 x the goodput of `static:16MiB` with
+/// The tuner benchmark's goals 3a and 3b: at least 0.9 x the goodput of `static:16MiB` with
 /// at most a third of its mean receive buffer.
 fn assert_target_3(auto: &Outcome, fixed: &Outcome) {
     assert!(

@@ -1,4 +1,4 @@
-//! `drs` (seed 000): goodput per interval x probe RTT, the buffer raised to
+//! `drs` (the drsFTP paper): goodput per interval x probe RTT, the buffer raised to
 //! twice that BDP whenever below it, the sender kept in step.
 
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! `freebsd` (seed 002): fixed steps up to a limit, per RTT on the
+//! `freebsd` (FreeBSD's autosizing patch): fixed steps up to a limit, per RTT on the
 //! receiver, whenever the send buffer is what holds data back on the
 //! sender.
 
@@ -14,7 +14,7 @@ use crate::units::Bytes;
 use crate::{Action, Event, FreeBsdOptions, Peer, Role, Sample};
 
 #[test]
-fn seed_002_rates_of_the_default_and_the_autosized_buffers() {
+fn freebsd_patch_rates_of_the_default_and_the_autosized_buffers() {
     let at = |ms: u64| Duration::from_millis(ms);
     // "32K ... slightly more than 2Mbit/s on a 100ms RTT"; with auto sizing
     // (256K) "20Mbit/s at 100ms and 10Mbit/s at 200ms".

@@ -1,4 +1,4 @@
-//! `sobas` (seed 001, Fig. 8), one transition at a time over synthetic
+//! `sobas` (the SOBAS paper, Fig. 8), one transition at a time over synthetic
 //! traces, then over the modelled path.
 
 #![allow(clippy::unwrap_used)]

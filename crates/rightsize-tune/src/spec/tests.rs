@@ -29,7 +29,7 @@ fn every_name_parses_and_auto_is_the_default() {
 
 #[test]
 fn static_sizes_are_the_units_sizes() {
-    // The seeds' over-provisioned 16 MiB and drsFTP's inopportune 212.5 KB.
+    // The source documents' over-provisioned 16 MiB and drsFTP's inopportune 212.5 KB.
     assert_eq!(
         parse("static:16MiB").unwrap(),
         TunerSpec::Static(Bytes(16 << 20))

@@ -20,7 +20,7 @@ const TICK: f64 = 0.001;
 /// A rightsize sender reports its `TCP_INFO` this often (what `auto`
 /// expects of the wire extension: at least twice per RTT).
 const REPORT_EVERY: f64 = 0.05;
-/// The UDP probe stream (one 100-byte probe per 10 ms, seed 001) is
+/// The UDP probe stream (one 100-byte probe per 10 ms, as in the SOBAS paper) is
 /// summed up this often.
 const PROBES_EVERY: f64 = 0.1;
 const PROBES_PER_REPORT: u32 = 10;
@@ -54,7 +54,7 @@ pub struct Scenario {
 
 impl Scenario {
     /// 200 Mbit/s, 2 x 50 ms, a queue of `queue_bdps` x BDP, CUBIC: the
-    /// issue's benchmark path.
+    /// tuner benchmark's path (`lfn` or `shallow`).
     pub fn benchmark(spec: &str, queue_bdps: f64) -> Self {
         let rate_bps = 200e6;
         let base_rtt = 0.1;
