@@ -41,7 +41,7 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "error: advise needs --bandwidth (the path's rate, e.g. --bandwidth 10G --rtt 50ms) or --buffer (what a buffer allows, e.g. --buffer 64KiB --rtt 100ms)"
         );
-        return Ok(ExitCode::from(2));
+        return Ok(crate::exit::usage());
     }
     let path = args.bandwidth.map(|rate| PathParams {
         rate,

@@ -127,7 +127,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         LabCommand::Report(a) => {
             if let Err(e) = lab::read_info(&a.dir) {
                 eprintln!("rightsize: {e:#}");
-                return Ok(ExitCode::from(2));
+                return Ok(crate::exit::usage());
             }
             let files = report::make_report(&a.dir)?;
             print_report_files(&files);
@@ -164,7 +164,7 @@ fn run_scenarios(
     // exit 2 before any run.
     let bad = |e: anyhow::Error| {
         eprintln!("rightsize: {e:#}");
-        Ok(ExitCode::from(2))
+        Ok(crate::exit::usage())
     };
     let names: Vec<String> = names
         .iter()

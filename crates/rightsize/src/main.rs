@@ -1,13 +1,14 @@
 //! The `rightsize` binary: argument parsing and printing, nothing else.
 //!
-//! Every decision is made in the pure crates (`rightsize-tune`, `rightsize-ftp-proto`, `rightsize-path`); every system call is made in
-//! `rightsize-sys`. Exit codes: 0 success, 1 a failure while running, 2 bad
-//! input (a one-line message that quotes it and shows an accepted form).
+//! Every decision is made in the pure crates (`rightsize-tune`,
+//! `rightsize-ftp-proto`, `rightsize-path`); every system call is made in
+//! `rightsize-sys`. Exit codes: see [`exit`].
 
 mod advise;
 mod cli;
 mod cross;
 mod doctor;
+mod exit;
 mod lab;
 mod passwd;
 mod path;
@@ -86,18 +87,18 @@ fn usage_error(err: clap::Error) -> ExitCode {
                 .and_then(|e| e.downcast_ref::<rightsize_ftp_proto::url::UrlError>());
             if let Some(url_error) = url_error {
                 eprintln!("error: {url_error}");
-                return ExitCode::from(2);
+                return crate::exit::usage();
             }
             let rendered = err.render().to_string();
             eprintln!(
                 "{}",
                 rendered.lines().next().unwrap_or("error: invalid value")
             );
-            ExitCode::from(2)
+            crate::exit::usage()
         }
         _ => {
             let _ = err.print();
-            ExitCode::from(2)
+            crate::exit::usage()
         }
     }
 }

@@ -32,7 +32,7 @@ pub fn run(args: &PasswdArgs) -> anyhow::Result<ExitCode> {
     match change(args) {
         Err(err) if err.is::<BadInput>() => {
             eprintln!("error: {err}");
-            Ok(ExitCode::from(2))
+            Ok(crate::exit::usage())
         }
         other => other.map(|()| ExitCode::SUCCESS),
     }

@@ -195,7 +195,7 @@ fn load_spec(args: &SpecArgs) -> Result<PathSpec, String> {
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("rightsize: {message}");
-    ExitCode::from(2)
+    crate::exit::usage()
 }
 
 fn run_up(args: UpArgs) -> anyhow::Result<ExitCode> {

@@ -272,14 +272,14 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
                     "error: the URL {} names no file; give the remote file's path, or -o FILE",
                     args.url
                 );
-                return Ok(ExitCode::from(2));
+                return Ok(crate::exit::usage());
             }
         },
     };
     let data_on_stdout = output == Output::Stdout;
     if data_on_stdout && args.common.json {
         eprintln!("error: -o - and --json both want standard output; write the file with -o FILE");
-        return Ok(ExitCode::from(2));
+        return Ok(crate::exit::usage());
     }
     let mut console = Console::new(
         args.common.interval,

@@ -36,6 +36,7 @@
 //! No input and no reply makes the driver panic; a reply that does not
 //! fit its request leaves the action without a read-back.
 
+mod line;
 mod op;
 mod schedule;
 
@@ -48,9 +49,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::tcpinfo::TcpInfoSample;
-use crate::telemetry::{self, AppliedAction, DecisionLine};
+use crate::telemetry;
 use crate::{Action, Decision, Event, PeerInfo, RttMeasurement, Sample, Settings, Tuner};
 
+pub use line::{AppliedAction, DecisionLine};
 pub use op::{Conn, MIN_SEGMENTS, NO_PEER, Reply, SocketOp, ToPeer, floor_bytes};
 pub use schedule::{
     MAX_REPORT_EVERY, MIN_REPORT_EVERY, MIN_TUNER_GAP, Schedule, Wake, report_every,
