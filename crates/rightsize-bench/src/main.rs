@@ -16,9 +16,17 @@
 //! emulated paths (`rightsize path run`, Rattan), with medians of
 //! repetitions and the ratios the goals ask for; see [`tuners`].
 //!
+//! `rightsize-bench peers`: `auto` against `kernel` and `static:16MiB`
+//! with ends that are not rightsize (vsftpd, curl, globus-url-copy) on
+//! emulated paths, and the goals P1 to P6; see [`peers`].
+//!
 //! Run them with `scripts/bench` (builds release binaries first), as root.
 
+mod emulated;
+mod flags;
 mod ftp;
+mod goals;
+mod peers;
 mod procs;
 mod tuners;
 
@@ -37,15 +45,21 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some("tuners") => tuners::run(&args[1..]),
+        Some("peers") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
+            println!("{}", peers::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Some("peers") => peers::run(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("{}\n\n{}", ftp::USAGE, tuners::USAGE);
+            println!("{}\n\n{}\n\n{}", ftp::USAGE, tuners::USAGE, peers::USAGE);
             return ExitCode::SUCCESS;
         }
         Some(other) => {
             eprintln!(
-                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp, tuners\n\n{}\n\n{}",
+                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp, tuners, peers\n\n{}\n\n{}\n\n{}",
                 ftp::USAGE,
-                tuners::USAGE
+                tuners::USAGE,
+                peers::USAGE
             );
             return ExitCode::from(2);
         }

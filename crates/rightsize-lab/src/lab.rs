@@ -13,6 +13,7 @@ use rightsize_tune::units::Bytes;
 use crate::layout::{LabInfo, RUNS_JSONL};
 use crate::run::budget::{self, RunSize};
 use crate::run::paths::{self, LoadedPath};
+use crate::run::peer::Peer;
 use crate::run::record::RunRecord;
 use crate::run::runner::{self, append_line, dir_name, unix_seconds};
 use crate::scenario::{Checked, RunTuning, Variant};
@@ -353,6 +354,7 @@ pub fn run(
             server_tune: &p.tuning.server.to_string(),
             client_tune: &p.tuning.client.to_string(),
             server_args: &variant.server_args,
+            peer: Peer::Rightsize,
             size: p.run_size.bytes,
             dir: dir.clone(),
             deadline: budget::run_deadline(p.run_size, &path.spec),
@@ -369,6 +371,7 @@ pub fn run(
                 kernel: o.kernel.clone(),
                 started_unix_s,
                 tuner: p.tuning.label.clone(),
+                peer: None,
                 rep: p.rep,
                 size_bytes: p.run_size.bytes.get(),
                 shortened_from_bytes: p.run_size.shortened.map(|_| p.size.get()),

@@ -7,8 +7,9 @@
 //! - [`layout`]: the names of a results directory's files and `lab.json`.
 //! - [`report`]: `lab report`, the tables and plots of a results directory.
 //! - [`run`]: one run, a fresh `rightsize path run` with `rightsize serve`
-//!   on the right host and `rightsize get` on the left (the receiver), and
-//!   the record of what it measured.
+//!   on the right host and `rightsize get` on the left (the receiver), or
+//!   one of them against vsftpd, curl or globus-url-copy
+//!   (`rightsize-bench peers`), and the record of what it measured.
 //!
 //! A results directory `DIR` (what `lab run` writes and `lab report` reads):
 //!

@@ -34,21 +34,16 @@
 //! the goals are met, 1 if a run failed.
 
 mod options;
-mod report;
+pub mod report;
 #[cfg(test)]
 mod tests;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use rightsize_lab::run::budget::{self, Basis};
+use rightsize_lab::run::paths::{self, LoadedPath};
+use rightsize_lab::run::runner::{dir_name, run_line};
 
-use anyhow::{Context, bail};
-use rightsize_path::{RateSpec, Side};
-use rightsize_tune::units::{Bytes, human_duration};
-
-use rightsize_lab::run::budget::{self, Basis, RunSize};
-use rightsize_lab::run::paths::LoadedPath;
-use rightsize_lab::run::runner::{append_line, dir_name, run_line, unix_seconds};
-use rightsize_lab::run::{paths, record, runner};
+use crate::emulated::{self, Bench, Run};
+use crate::goals;
 
 pub const USAGE: &str = "\
 usage: rightsize-bench tuners [--paths lfn,shallow,changing] [--tuners stock,static:16MiB,kernel,drs,sobas,freebsd,auto]
@@ -67,43 +62,28 @@ Exits 0 whether or not the goals are met, 1 if a run failed.
 /// Runs the benchmark; `Ok(false)` if a run failed.
 pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let o = options::parse(args)?;
-    rightsize_sys::emu::preflight_root()?;
-    let rightsize = rightsize_bin()?;
+    let rightsize = Bench::preflight()?;
     let paths = o
         .paths
         .iter()
         .map(|p| LoadedPath::load(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
-    let now = unix_seconds();
-    let out = match &o.out {
-        Some(dir) => dir.clone(),
-        None => rightsize
-            .parent()
-            .and_then(Path::parent)
-            .context("no target directory above the binary")?
-            .join("bench-results")
-            .join(format!("tuners-{now}")),
-    };
-    fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let out = out.canonicalize()?;
-    let runs_file = out.join("runs.jsonl");
-    let invocation = format!("{now}-{}", std::process::id());
-    let argv: Vec<String> = std::env::args().collect();
-    let kernel = rightsize_sys::sysctl::kernel_release().unwrap_or_default();
+    let bench = Bench::start("tuners", rightsize, o.out.as_deref())?;
     let budget = if o.smoke {
         budget::SMOKE_SLOW_RUN
     } else {
         budget::SLOW_RUN
     };
     println!(
-        "rightsize-bench tuners: {} path(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {kernel}",
+        "rightsize-bench tuners: {} path(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {}",
         paths.len(),
         tuners.len(),
         o.reps,
-        o.size.human_iec()
+        o.size.human_iec(),
+        bench.kernel
     );
-    println!("runs: {}", runs_file.display());
+    println!("runs: {}", bench.runs_file.display());
 
     let mut failed = 0usize;
     for path in &paths {
@@ -119,46 +99,24 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                 if let Some(basis) = size.shortened
                     && (rep == 1 || matches!(basis, Basis::Measured(_)))
                 {
-                    println!("  {}", shortened_note(tuner, size, basis, o.size, budget));
-                }
-                let dir = out
-                    .join(&path.name)
-                    .join(format!("{}-rep{rep}", dir_name(tuner)));
-                if dir.exists() {
-                    bail!(
-                        "{} already holds a run; give --out a new directory",
-                        dir.display()
+                    println!(
+                        "  {}",
+                        emulated::shortened_note(tuner, size, basis, o.size, budget)
                     );
                 }
-                let started_unix_s = unix_seconds();
-                let outcome = runner::execute(&runner::RunSpec {
-                    rightsize: &rightsize,
+                let dir = bench
+                    .out
+                    .join(&path.name)
+                    .join(format!("{}-rep{rep}", dir_name(tuner)));
+                let record = bench.run(Run {
                     path,
-                    server_tune: tuner,
-                    client_tune: tuner,
-                    server_args: &[],
-                    size: size.bytes,
-                    dir: dir.clone(),
-                    deadline: budget::run_deadline(size, &path.spec),
-                    stop: &|| false,
+                    peer: None,
+                    tuner,
+                    rep,
+                    size,
+                    asked: o.size,
+                    dir: &dir,
                 })?;
-                let record = outcome.into_record(
-                    runner::Identity {
-                        invocation: invocation.clone(),
-                        argv: argv.clone(),
-                        kernel: kernel.clone(),
-                        started_unix_s,
-                        tuner: tuner.clone(),
-                        rep,
-                        size_bytes: size.bytes.0,
-                        shortened_from_bytes: size.shortened.map(|_| o.size.0),
-                        run_dir: dir.to_string_lossy().into_owned(),
-                        scenario: None,
-                        variant: None,
-                    },
-                    path,
-                );
-                append_line(&runs_file, &serde_json::to_string(&record)?)?;
                 println!("  {}", run_line(&record, o.reps));
                 if record.error.is_some() {
                     failed += 1;
@@ -169,27 +127,15 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         }
     }
 
-    // The report is made from the data file, as any later one would be.
-    let text = fs::read_to_string(&runs_file)
-        .with_context(|| format!("cannot read {}", runs_file.display()))?;
-    let runs = record::runs_of(&text, &invocation)?;
+    let runs = bench.runs()?;
     let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
-    let summaries = report::summarise(&runs, &names, &tuners);
+    let summaries = goals::summarise(&runs, &names, &tuners);
     for path in &paths {
-        let facts = path.facts();
-        let ceiling = match path.spec.link_from(Side::Right).rate {
-            RateSpec::Constant(_) => {
-                format!("goodput ceiling {:.1} Mbit/s", facts.ceiling_bps / 1e6)
-            }
-            _ => "rate follows a schedule".to_owned(),
-        };
         println!(
-            "\n{}: BDP {} (peak rate), {ceiling}; medians of valid runs",
-            path.name,
-            Bytes(facts.bdp_bytes as u64).human_si(),
+            "\n{}; medians of valid runs",
+            emulated::path_heading(&path.name, path)
         );
-        let mine: Vec<&report::Summary> =
-            summaries.iter().filter(|s| s.path == path.name).collect();
+        let mine: Vec<&goals::Summary> = summaries.iter().filter(|s| s.path == path.name).collect();
         print!("{}", report::table(&mine));
     }
     let facts: Vec<paths::PathFacts> = paths.iter().map(LoadedPath::facts).collect();
@@ -206,40 +152,8 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     if failed > 0 {
         println!(
             "\n{failed} run(s) failed; see their error in {}",
-            runs_file.display()
+            bench.runs_file.display()
         );
     }
     Ok(failed == 0)
-}
-
-/// The `rightsize` binary next to this one (scripts/bench builds both).
-fn rightsize_bin() -> anyhow::Result<PathBuf> {
-    let bin = std::env::current_exe()?.with_file_name("rightsize");
-    if !bin.exists() {
-        bail!(
-            "{} not found; build it with `cargo build --release -p rightsize`",
-            bin.display()
-        );
-    }
-    Ok(bin)
-}
-
-fn shortened_note(
-    tuner: &str,
-    size: RunSize,
-    basis: Basis,
-    asked: Bytes,
-    budget: std::time::Duration,
-) -> String {
-    let why = match basis {
-        Basis::Expected(r) => format!("expected {:.1} Mbit/s (its window over the RTT)", r / 1e6),
-        Basis::Measured(r) => format!("its first repetition measured {:.1} Mbit/s", r / 1e6),
-    };
-    format!(
-        "{tuner}: {why}, below {:.0} Mbit/s: {} per run instead of {} (~{})",
-        budget::SLOW_RATE_BPS / 1e6,
-        size.bytes.human_iec(),
-        asked.human_iec(),
-        human_duration(budget)
-    )
 }

@@ -1,16 +1,13 @@
 //! The flags of `rightsize-bench tuners`, parsed without touching the
-//! system: every value is checked here (tuner names through
-//! [`TunerSpec`]'s parser, sizes through [`Bytes`]'), and an error quotes
-//! what was typed.
+//! system (see [`crate::flags`]).
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use anyhow::{Context, bail};
 use rightsize_tune::TunerSpec;
 use rightsize_tune::units::Bytes;
 
 use super::USAGE;
+use crate::flags::{self, names, parse_paths, parse_reps, parse_size, parse_tuners};
 
 /// The paths of the tuner benchmark's goals, in the order they are run.
 pub const DEFAULT_PATHS: &[&str] = &["lfn", "shallow", "changing"];
@@ -63,33 +60,19 @@ pub struct Options {
 /// paths, tuners, repetitions and size; flags given explicitly win, in
 /// whatever order.
 pub fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let given = flags::given(
+        args,
+        &["--paths", "--tuners", "--reps", "--size", "--out"],
+        USAGE,
+    )?;
+    let smoke = given.smoke;
     let mut paths: Option<Vec<String>> = None;
     let mut tuners: Option<Vec<TunerSpec>> = None;
     let mut reps: Option<usize> = None;
     let mut size: Option<Bytes> = None;
     let mut out = None;
-    let mut smoke = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        if arg == "--smoke" {
-            smoke = true;
-            continue;
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        if !matches!(flag, "--paths" | "--tuners" | "--reps" | "--size" | "--out") {
-            bail!("unknown flag {arg:?}\n\n{USAGE}");
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => it
-                .next()
-                .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))?
-                .clone(),
-        };
-        match flag {
+    for (flag, value) in given.values {
+        match flag.as_str() {
             "--paths" => paths = Some(parse_paths(&value)?),
             "--tuners" => tuners = Some(parse_tuners(&value)?),
             "--reps" => reps = Some(parse_reps(&value)?),
@@ -97,7 +80,6 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             _ => out = Some(PathBuf::from(value)),
         }
     }
-    let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let default_tuners = if smoke { SMOKE_TUNERS } else { DEFAULT_TUNERS };
     Ok(Options {
         paths: paths.unwrap_or_else(|| names(if smoke { SMOKE_PATHS } else { DEFAULT_PATHS })),
@@ -110,52 +92,4 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         out,
         smoke,
     })
-}
-
-fn list(flag: &str, value: &str) -> anyhow::Result<Vec<String>> {
-    let items: Vec<String> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if items.is_empty() {
-        bail!("{flag} {value:?}: give at least one, comma-separated");
-    }
-    Ok(items)
-}
-
-/// Path names or spec files, each once.
-fn parse_paths(value: &str) -> anyhow::Result<Vec<String>> {
-    let mut paths: Vec<String> = Vec::new();
-    for item in list("--paths", value)? {
-        if !paths.contains(&item) {
-            paths.push(item);
-        }
-    }
-    Ok(paths)
-}
-
-/// Tuners as `--tune` accepts them, each once (`static:16M` and
-/// `static:16MiB` are the same tuner).
-pub fn parse_tuners(value: &str) -> anyhow::Result<Vec<TunerSpec>> {
-    let mut tuners = Vec::new();
-    for item in list("--tuners", value)? {
-        let tuner = TunerSpec::from_str(&item).with_context(|| format!("--tuners {value:?}"))?;
-        if !tuners.contains(&tuner) {
-            tuners.push(tuner);
-        }
-    }
-    Ok(tuners)
-}
-
-fn parse_reps(value: &str) -> anyhow::Result<usize> {
-    match value.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("invalid --reps {value:?}: expected a whole number, at least 1"),
-    }
-}
-
-fn parse_size(value: &str) -> anyhow::Result<Bytes> {
-    Bytes::parse_positive(value).with_context(|| format!("invalid --size {value:?}"))
 }

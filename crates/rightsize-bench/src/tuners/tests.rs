@@ -14,7 +14,8 @@ use rightsize_lab::run::paths::{self, LoadedPath};
 use rightsize_lab::run::record::{self, Measured, RunRecord};
 
 use super::options;
-use super::report::{self, Summary, Verdict, median};
+use super::report;
+use crate::goals::{self, Summary, Verdict, median};
 
 fn args(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_owned).collect()
@@ -65,7 +66,7 @@ fn explicit_flags_win_over_smoke_in_any_order() {
 
 #[test]
 fn tuners_are_canonical_and_deduplicated() {
-    let t = options::parse_tuners("static:16M, static:16MiB,auto,AUTO").expect("parses");
+    let t = crate::flags::parse_tuners("static:16M, static:16MiB,auto,AUTO").expect("parses");
     assert_eq!(t.len(), 2);
     assert_eq!(t[0].to_string(), "static:16MiB");
 }
@@ -143,6 +144,7 @@ fn run(path: &str, tuner: &str, rep: usize, goodput_mbps: f64, peak_mb: f64) -> 
         path: path.into(),
         spec_file: format!("/x/{path}.toml"),
         tuner: tuner.into(),
+        peer: None,
         rep,
         size_bytes: 512 << 20,
         shortened_from_bytes: None,
@@ -161,6 +163,7 @@ fn run(path: &str, tuner: &str, rep: usize, goodput_mbps: f64, peak_mb: f64) -> 
             peak_sndbuf_bytes: Some(4_000_000),
             bytes_retrans: Some(1000),
             retrans_segs: Some(1),
+            retrans_from: None,
             client_tuner: None,
         },
         fidelity: None,
@@ -272,7 +275,7 @@ fn facts(name: &str) -> paths::PathFacts {
     }
 }
 
-fn verdict_of<'a>(judged: &'a [report::Judged], id: &str) -> &'a report::Judged {
+fn verdict_of<'a>(judged: &'a [goals::Judged<'static>], id: &str) -> &'a goals::Judged<'static> {
     judged
         .iter()
         .find(|j| j.target.id == id)
@@ -290,7 +293,7 @@ fn goals_are_judged_with_their_ratios() {
     let tuners: Vec<String> = ["auto", "static:16MiB", "stock", "kernel"]
         .map(str::to_owned)
         .to_vec();
-    let summaries = report::summarise(&runs, &["lfn".to_owned()], &tuners);
+    let summaries = goals::summarise(&runs, &["lfn".to_owned()], &tuners);
     let judged = report::judge(&summaries, &[facts("lfn")]);
     // Only lfn's goals: 1a-1e and drs's 4a.
     assert_eq!(judged.len(), 6);
@@ -326,7 +329,7 @@ fn shallow_goals_use_the_ceiling_and_retransmissions() {
     let tuners = ["auto", "static:16MiB", "sobas"]
         .map(str::to_owned)
         .to_vec();
-    let summaries = report::summarise(&[auto, fixed, sobas], &["shallow".to_owned()], &tuners);
+    let summaries = goals::summarise(&[auto, fixed, sobas], &["shallow".to_owned()], &tuners);
     let judged = report::judge(&summaries, &[facts("shallow")]);
     // 181 >= 0.93 x 193.07 = 179.6.
     assert_eq!(verdict_of(&judged, "2a").verdict, Verdict::Met);
@@ -342,7 +345,7 @@ fn a_tuner_without_valid_runs_is_not_measured_rather_than_missed() {
     fixed.valid = false;
     let runs = [run("changing", "auto", 1, 110.0, 5.0), fixed];
     let tuners = ["auto", "static:16MiB"].map(str::to_owned).to_vec();
-    let summaries = report::summarise(&runs, &["changing".to_owned()], &tuners);
+    let summaries = goals::summarise(&runs, &["changing".to_owned()], &tuners);
     let judged = report::judge(&summaries, &[facts("changing")]);
     assert_eq!(judged.len(), 2);
     for j in &judged {

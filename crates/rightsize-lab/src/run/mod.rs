@@ -2,5 +2,6 @@
 
 pub mod budget;
 pub mod paths;
+pub mod peer;
 pub mod record;
 pub mod runner;

@@ -1,7 +1,8 @@
 //! One run as one JSON line of `runs.jsonl`, and the numbers it takes
 //! from what the run left behind: the client's `--json` report, the
-//! server's telemetry and `path run --results`. No I/O: the caller reads
-//! the files and hands over their text or values.
+//! server's telemetry and `path run --results`. When one end is not
+//! rightsize, [`peers`] says where each number comes from. No I/O: the
+//! caller reads the files and hands over their text or values.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,6 +35,10 @@ pub struct RunRecord {
     pub spec_file: String,
     /// The tuner, in `--tune`'s canonical text.
     pub tuner: String,
+    /// The programs at the two ends (`rightsize-bench peers`); absent for
+    /// `rightsize get` from `rightsize serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
     /// Repetition, from 1.
     pub rep: usize,
     /// Bytes asked of the server.
@@ -115,6 +120,11 @@ pub struct Measured {
     pub bytes_retrans: Option<u64>,
     /// Sender (server): segments retransmitted (`tcpi_total_retrans`).
     pub retrans_segs: Option<u64>,
+    /// Where the retransmissions come from when the sender is not
+    /// rightsize: [`peers::RETRANS_FROM_PATH`]; absent when they are the
+    /// sender's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrans_from: Option<String>,
     /// The client's tuner at the end: name, state, decisions.
     pub client_tuner: Option<Value>,
 }
@@ -143,26 +153,10 @@ pub fn measure(
 ) -> Measurement {
     let mut m = Measured::default();
     let mut problems = Vec::new();
-    let mut f64_at = |v: &Value, path: &str| {
-        let got = pointer(v, path).and_then(Value::as_f64);
-        if got.is_none() {
-            problems.push(format!("no {path} in the client's report"));
-        }
-        got
-    };
-    m.goodput_bps = f64_at(client, "goodput_bps");
-    m.transfer_seconds = f64_at(client, "seconds");
-    m.bytes = f64_at(client, "bytes").map(|b| b as u64);
-    m.peak_rcvbuf_bytes = f64_at(client, "tuning.buffers.peak_rcvbuf_bytes").map(|b| b as u64);
-    m.mean_rcvbuf_bytes = f64_at(client, "tuning.buffers.mean_rcvbuf_bytes").map(|b| b as u64);
-    m.peak_sndbuf_bytes = f64_at(client, "server_buffers.peak_sndbuf_bytes").map(|b| b as u64);
-    m.client_tuner = pointer(client, "tuning.tuner").cloned();
-    let ran = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-    let wanted = tuner_name(client_tune);
-    match ran(pointer(client, "tuning.tuner.name")) {
-        Some(name) if name == wanted => {}
-        other => problems.push(format!("the client ran tuner {other:?}, not {wanted:?}")),
-    }
+    receiver_numbers(client, &mut m, &mut problems);
+    m.peak_sndbuf_bytes =
+        f64_at(client, "server_buffers.peak_sndbuf_bytes", &mut problems).map(|b| b as u64);
+    client_tuner(client, client_tune, &mut m, &mut problems);
     let wanted = tuner_name(server_tune);
     match ran(pointer(client, "server_buffers.tune")) {
         Some(name) if name == wanted || name == server_tune => {}
@@ -170,6 +164,53 @@ pub fn measure(
             "the server ran tuner {other:?}, not {server_tune:?}"
         )),
     }
+    sender_retransmissions(server_telemetry, &mut m, &mut problems);
+    Measurement {
+        rightsize_version: client["rightsize_version"].as_str().map(str::to_owned),
+        measured: m,
+        problems,
+    }
+}
+
+/// A number of `rightsize get --json` (`client`); a missing one is a
+/// problem.
+fn f64_at(client: &Value, path: &str, problems: &mut Vec<String>) -> Option<f64> {
+    let got = pointer(client, path).and_then(Value::as_f64);
+    if got.is_none() {
+        problems.push(format!("no {path} in the client's report"));
+    }
+    got
+}
+
+/// The receiver's numbers in `rightsize get --json`: goodput, time, bytes,
+/// its receive buffer.
+fn receiver_numbers(client: &Value, m: &mut Measured, problems: &mut Vec<String>) {
+    m.goodput_bps = f64_at(client, "goodput_bps", problems);
+    m.transfer_seconds = f64_at(client, "seconds", problems);
+    m.bytes = f64_at(client, "bytes", problems).map(|b| b as u64);
+    m.peak_rcvbuf_bytes =
+        f64_at(client, "tuning.buffers.peak_rcvbuf_bytes", problems).map(|b| b as u64);
+    m.mean_rcvbuf_bytes =
+        f64_at(client, "tuning.buffers.mean_rcvbuf_bytes", problems).map(|b| b as u64);
+}
+
+/// The client's tuner in `rightsize get --json`, checked against the one
+/// asked for.
+fn client_tuner(client: &Value, client_tune: &str, m: &mut Measured, problems: &mut Vec<String>) {
+    m.client_tuner = pointer(client, "tuning.tuner").cloned();
+    let wanted = tuner_name(client_tune);
+    match ran(pointer(client, "tuning.tuner.name")) {
+        Some(name) if name == wanted => {}
+        other => problems.push(format!("the client ran tuner {other:?}, not {wanted:?}")),
+    }
+}
+
+/// The sender's retransmissions, from the last line of its telemetry.
+fn sender_retransmissions(
+    server_telemetry: Option<&str>,
+    m: &mut Measured,
+    problems: &mut Vec<String>,
+) {
     match server_telemetry.and_then(final_line) {
         Some(last) => {
             m.bytes_retrans = last["bytes_retrans"].as_u64();
@@ -183,11 +224,10 @@ pub fn measure(
         }
         None => problems.push("no final line in the server's telemetry".to_owned()),
     }
-    Measurement {
-        rightsize_version: client["rightsize_version"].as_str().map(str::to_owned),
-        measured: m,
-        problems,
-    }
+}
+
+fn ran(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str).map(str::to_owned)
 }
 
 /// The name part of a tuner's text: `static` of `static:16MiB`.
@@ -224,6 +264,8 @@ pub fn fidelity_of(results: &Value) -> (Option<bool>, Vec<String>) {
         .unwrap_or_default();
     (valid, failed)
 }
+
+pub mod peers;
 
 #[cfg(test)]
 mod tests;

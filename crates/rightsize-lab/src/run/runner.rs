@@ -1,8 +1,10 @@
 //! One run: a fresh emulated path (brought up and judged by
-//! `rightsize_sys::emu::run`, as `rightsize path run` does), `rightsize
-//! serve` with the tuner on the right host, `rightsize get` with the same
-//! tuner on the left (the receiver) once the server listens, then the
-//! numbers from the files they leave in the run's directory.
+//! `rightsize_sys::emu::run`, as `rightsize path run` does), the server on
+//! the right host, the client on the left (the receiver) once the server
+//! listens, then the numbers from the files they leave in the run's
+//! directory. The [`Peer`] says which programs they are: `rightsize serve`
+//! and `rightsize get` with their tuners (the lab's runs and the tuner
+//! benchmark's), or one of them against vsftpd, curl or globus-url-copy.
 //!
 //! A run that fails (the client, a missing number, a hung path) is an
 //! outcome with an error, not an `Err`: the benchmark records it and goes
@@ -23,10 +25,10 @@ use rightsize_tune::units::Bytes;
 use serde_json::Value;
 
 use super::paths::LoadedPath;
+use super::peer::{Ends, Peer, RunFile};
 use super::record::{self, Measurement, RunRecord};
 
-/// The server's control port inside the right host's namespace.
-pub const PORT: u16 = 2121;
+pub use super::peer::PORT;
 
 /// What to run.
 pub struct RunSpec<'a> {
@@ -40,6 +42,8 @@ pub struct RunSpec<'a> {
     pub client_tune: &'a str,
     /// More options for `rightsize serve`.
     pub server_args: &'a [String],
+    /// The programs at the two ends.
+    pub peer: Peer,
     /// Bytes to move.
     pub size: Bytes,
     /// The run's directory (created; must not hold an earlier run).
@@ -54,6 +58,7 @@ impl std::fmt::Debug for RunSpec<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunSpec")
             .field("path", &self.path.name)
+            .field("peer", &self.peer)
             .field("server_tune", &self.server_tune)
             .field("client_tune", &self.client_tune)
             .field("size", &self.size)
@@ -92,22 +97,18 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot chmod {}", d.display()))?;
     }
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let mut server: Vec<String> = [
-        &s(run.rightsize),
-        "serve",
-        "--root",
-        &s(&root),
-        "--listen",
-        &format!("0.0.0.0:{PORT}"),
-        "--tune",
-        run.server_tune,
-        "--telemetry-dir",
-        &s(dir),
-        "-q",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    server.extend(run.server_args.iter().cloned());
+    let ends = Ends {
+        rightsize: run.rightsize,
+        dir,
+        root: &root,
+        server_tune: run.server_tune,
+        client_tune: run.client_tune,
+        server_args: run.server_args,
+        size: run.size,
+    };
+    let files = run.peer.files(&ends);
+    let _sparse = prepare(&files)?;
+    let server = run.peer.server_argv(&ends);
     let spec_text = run.path.for_run(&server)?;
     let spec_file = dir.join("spec.toml");
     fs::write(&spec_file, &spec_text)
@@ -120,20 +121,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     let results = dir.join("path.json");
     let client_json = dir.join("client.json");
     let path_log = dir.join("path.log");
-    let client: Vec<String> = [
-        &s(run.rightsize),
-        "get",
-        &format!("ftp://right:{PORT}/.rightsize/zero/{}", run.size.0),
-        "-o",
-        "/dev/null",
-        "--tune",
-        run.client_tune,
-        "--json",
-        "--telemetry",
-        &s(&dir.join("client.jsonl")),
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let client = run.peer.client_argv(&ends);
     let mut log_file = create(&path_log)?;
     let job = Job {
         side: Side::Left,
@@ -213,7 +201,8 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     let client_exit = results["exit_code"].as_i64();
     if client_exit != Some(0) {
         outcome.error = Some(format!(
-            "rightsize get exited {client_exit:?}: {}",
+            "{} exited {client_exit:?}: {}",
+            run.peer.client_program(),
             log_tail()
         ));
         return Ok(outcome);
@@ -249,12 +238,22 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
         }
     };
     let server_telemetry = server_telemetry(dir);
-    outcome.measured = record::measure(
-        &client,
-        server_telemetry.as_deref(),
-        run.server_tune,
-        run.client_tune,
-    );
+    outcome.measured = match run.peer {
+        Peer::Rightsize => record::measure(
+            &client,
+            server_telemetry.as_deref(),
+            run.server_tune,
+            run.client_tune,
+        ),
+        peer => record::peers::measure(
+            peer,
+            &client,
+            server_telemetry.as_deref(),
+            &results,
+            run.server_tune,
+            run.client_tune,
+        ),
+    };
     if !outcome.measured.problems.is_empty() {
         outcome.error = Some(outcome.measured.problems.join("; "));
     }
@@ -265,8 +264,49 @@ fn create(path: &Path) -> anyhow::Result<fs::File> {
     fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))
 }
 
-/// The text of the server's telemetry of the transfer (`*-retr.jsonl`;
-/// the last by name if there were several).
+/// Creates what the peer needs before its server starts; the sparse files
+/// go away with the returned guard.
+fn prepare(files: &[RunFile]) -> anyhow::Result<Removed> {
+    let mut removed = Removed(Vec::new());
+    for file in files {
+        match file {
+            RunFile::Dir(d) => {
+                fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            }
+            RunFile::Text { path, text } => {
+                fs::write(path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            RunFile::Sparse { path, bytes } => {
+                let f = create(path)?;
+                removed.0.push(path.clone());
+                f.set_len(bytes.0).with_context(|| {
+                    format!("cannot size {} to {} bytes", path.display(), bytes.0)
+                })?;
+                fs::set_permissions(path, fs::Permissions::from_mode(0o644))
+                    .with_context(|| format!("cannot chmod {}", path.display()))?;
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Files removed on drop: a run's sparse files, which would read as their
+/// full size to anyone who copies the results.
+struct Removed(Vec<PathBuf>);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// The text of the server's telemetry of the transfer (`*-retr.jsonl`).
+/// Of several (globus-url-copy's one-byte probe before the transfer), the
+/// one whose final line counts the most bytes; the last by name among
+/// equals.
 fn server_telemetry(dir: &Path) -> Option<String> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .ok()?
@@ -274,7 +314,12 @@ fn server_telemetry(dir: &Path) -> Option<String> {
         .filter(|p| p.to_string_lossy().ends_with("-retr.jsonl"))
         .collect();
     files.sort();
-    fs::read_to_string(files.last()?).ok()
+    let texts = files.iter().filter_map(|f| fs::read_to_string(f).ok());
+    texts.max_by_key(|text| {
+        record::final_line(text)
+            .and_then(|last| last["bytes"].as_u64())
+            .unwrap_or(0)
+    })
 }
 
 /// The last `n` non-empty lines, joined with " | ".
@@ -296,6 +341,8 @@ pub struct Identity {
     pub started_unix_s: u64,
     /// See [`RunRecord`].
     pub tuner: String,
+    /// See [`RunRecord`].
+    pub peer: Option<String>,
     /// See [`RunRecord`].
     pub rep: usize,
     /// See [`RunRecord`].
@@ -325,6 +372,7 @@ impl Outcome {
             path: path.name.clone(),
             spec_file: path.file.to_string_lossy().into_owned(),
             tuner: id.tuner,
+            peer: id.peer,
             rep: id.rep,
             size_bytes: id.size_bytes,
             shortened_from_bytes: id.shortened_from_bytes,

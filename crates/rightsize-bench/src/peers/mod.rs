@@ -1,0 +1,165 @@
+//! `rightsize-bench peers`: rightsize's tuners against ends that are not
+//! rightsize (docs/benchmarks.md). Between two rightsize ends `auto` has
+//! packet trains and a paced sender; against vsftpd only the receiver
+//! tunes, against curl and globus-url-copy only the sender does. Each
+//! (path, peer) is a cell; in each, `auto`, `kernel` and `static:16MiB`
+//! take turns, every run on a fresh emulated path through the lab's runner
+//! (see [`rightsize_lab::run::peer`] for the programs and their flags).
+//! Each run is one line of `DIR/runs.jsonl`, with its `peer`; the tables
+//! and the goals ([`report`]) are made from those lines. The command exits
+//! 0 whether or not the goals are met, 1 if a run failed.
+
+mod options;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use rightsize_lab::run::budget;
+use rightsize_lab::run::paths::{self, LoadedPath};
+use rightsize_lab::run::peer::Peer;
+use rightsize_lab::run::runner::{dir_name, run_line};
+
+use crate::emulated::{self, Bench, Run};
+use crate::goals;
+
+pub const USAGE: &str = "\
+usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno]
+                             [--peers rightsize,vsftpd,curl,globus] [--tuners auto,kernel,static:16MiB]
+                             [--reps 3] [--size 256MiB] [--out DIR] [--smoke]
+
+Runs rightsize's tuners against peers that are not rightsize, on emulated paths (bench/paths/
+NAME.toml, or a spec file), each run on a fresh `rightsize path run`, as root. The server is on
+the right host (the sender), the client on the left (the receiver):
+  rightsize  rightsize get --tune T from rightsize serve --tune T (both ends tune)
+  vsftpd     rightsize get --tune T from vsftpd (the receiver tunes alone)
+  curl       curl from rightsize serve --tune T (the sender tunes alone)
+  globus     globus-url-copy from rightsize serve --tune T (the sender tunes alone)
+In each (path, peer) cell the repetitions alternate the tuners. Prints a table per cell: median
+and worst goodput, the rightsize end's peak SO_RCVBUF or SO_SNDBUF (n/a at the other end), the
+sender's retransmitted bytes (from the path's counters when vsftpd sends); then the goals P1 to
+P6, and 1a, 2a and 3a between rightsize ends, each met or not.
+Every run is a line of DIR/runs.jsonl (default: target/bench-results/peers-UNIXTIME).
+Exits 0 whether or not the goals are met, 1 if a run failed.
+--smoke: short, vsftpd, curl and globus with auto, 1 repetition, 16 MiB: checks that it works.";
+
+/// Runs the benchmark; `Ok(false)` if a run failed.
+pub fn run(args: &[String]) -> anyhow::Result<bool> {
+    let o = options::parse(args)?;
+    let rightsize = Bench::preflight()?;
+    let paths = o
+        .paths
+        .iter()
+        .map(|p| LoadedPath::load(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
+    let bench = Bench::start("peers", rightsize, o.out.as_deref())?;
+    let budget = if o.smoke {
+        budget::SMOKE_SLOW_RUN
+    } else {
+        budget::SLOW_RUN
+    };
+    println!(
+        "rightsize-bench peers: {} path(s) x {} peer(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {}",
+        paths.len(),
+        o.peers.len(),
+        tuners.len(),
+        o.reps,
+        o.size.human_iec(),
+        bench.kernel
+    );
+    println!("runs: {}", bench.runs_file.display());
+
+    let mut failed = 0usize;
+    for path in &paths {
+        println!("\npath {} ({})", path.name, path.file.display());
+        for line in path.spec.describe() {
+            println!("  {line}");
+        }
+        for &peer in &o.peers {
+            println!("  peer {peer}: {}", who_tunes(peer));
+            let mut first_rep: Vec<Option<f64>> = vec![None; tuners.len()];
+            for rep in 1..=o.reps {
+                for (i, (tuner, spec)) in tuners.iter().zip(&o.tuners).enumerate() {
+                    let expected = budget::expected_rate_bps(spec, &path.spec);
+                    let size = budget::run_size(o.size, expected, first_rep[i], budget);
+                    if let Some(basis) = size.shortened
+                        && (rep == 1 || matches!(basis, budget::Basis::Measured(_)))
+                    {
+                        println!(
+                            "    {}",
+                            emulated::shortened_note(tuner, size, basis, o.size, budget)
+                        );
+                    }
+                    let dir = bench
+                        .out
+                        .join(&path.name)
+                        .join(peer.name())
+                        .join(format!("{}-rep{rep}", dir_name(tuner)));
+                    let record = bench.run(Run {
+                        path,
+                        peer: Some(peer),
+                        tuner,
+                        rep,
+                        size,
+                        asked: o.size,
+                        dir: &dir,
+                    })?;
+                    println!("    {}", run_line(&record, o.reps));
+                    if record.error.is_some() {
+                        failed += 1;
+                    } else if rep == 1 {
+                        first_rep[i] = record.measured.goodput_bps;
+                    }
+                }
+            }
+        }
+    }
+
+    let runs = bench.runs()?;
+    let names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
+    let summaries = goals::summarise(&runs, &names, &tuners);
+    let mut cells = Vec::new();
+    for path in &paths {
+        for &peer in &o.peers {
+            cells.push((path.name.as_str(), peer));
+            let mine: Vec<&goals::Summary> = summaries
+                .iter()
+                .filter(|s| s.path == path.name && s.peer.as_deref() == Some(peer.name()))
+                .collect();
+            println!(
+                "\n{}; {}; medians of valid runs",
+                emulated::path_heading(&format!("{}, {peer}", path.name), path),
+                who_tunes(peer)
+            );
+            print!("{}", report::table(peer, &mine));
+        }
+    }
+    let facts: Vec<paths::PathFacts> = paths.iter().map(LoadedPath::facts).collect();
+    if o.smoke {
+        println!("\nsmoke run: every part ran; goals are not judged on so short a run");
+    } else {
+        let judged = report::judge(&cells, &summaries, &facts);
+        println!();
+        for j in &judged {
+            println!("{}", j.line());
+        }
+        println!("{}", report::tally(&judged));
+    }
+    if failed > 0 {
+        println!(
+            "\n{failed} run(s) failed; see their error in {}",
+            bench.runs_file.display()
+        );
+    }
+    Ok(failed == 0)
+}
+
+/// Which ends tune, for people.
+fn who_tunes(peer: Peer) -> &'static str {
+    match peer {
+        Peer::Rightsize => "rightsize get from rightsize serve, both ends tune",
+        Peer::Vsftpd => "rightsize get from vsftpd, the receiver tunes alone",
+        Peer::Curl => "curl from rightsize serve, the sender tunes alone",
+        Peer::Globus => "globus-url-copy from rightsize serve, the sender tunes alone",
+    }
+}
