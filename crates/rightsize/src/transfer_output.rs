@@ -259,8 +259,11 @@ pub fn summary_text(report: &Report) -> String {
     if let Some(tuning) = &report.tuning {
         let tuner = tuning.tuner.as_ref().map_or_else(String::new, |t| {
             format!(
-                "tune {} (ended {}, {} decisions); ",
-                t.name, t.state, t.decisions
+                "tune {} (ended {}, {} decisions, {}); ",
+                t.name,
+                t.state,
+                t.decisions,
+                t.case()
             )
         });
         let (peak, mean, name) = match report.direction {

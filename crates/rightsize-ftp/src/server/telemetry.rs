@@ -179,8 +179,11 @@ impl TransferLog {
         let tuned = finished.as_ref().map_or_else(String::new, |f| {
             let tuner = f.tuner.as_ref().map_or_else(String::new, |t| {
                 format!(
-                    "; tune {} ended {} after {} decisions",
-                    t.name, t.state, t.decisions
+                    "; tune {} ended {} after {} decisions, {}",
+                    t.name,
+                    t.state,
+                    t.decisions,
+                    t.case()
                 )
             });
             format!(

@@ -173,6 +173,8 @@ pub struct EmulatedPath {
     record: Record,
     emulator: Option<Child>,
     detached: bool,
+    /// What bringing it up changed outside the path, for people.
+    notes: Vec<String>,
 }
 
 impl EmulatedPath {
@@ -226,6 +228,7 @@ impl EmulatedPath {
             record,
             emulator,
             detached: false,
+            notes: Vec::new(),
         };
         // From here on, Drop tears everything down if a step fails.
         path.save()?;
@@ -234,6 +237,12 @@ impl EmulatedPath {
         }
         path.save()?;
         Ok(path)
+    }
+
+    /// What bringing the path up changed outside it (a host-wide sysctl
+    /// raised until the last path goes down), one line each, for people.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// What is recorded about the path.
@@ -290,9 +299,9 @@ impl EmulatedPath {
                 crate::sysctl::write_key(key, &value).map_err(|e| {
                     EmuError::Setting(format!("cannot raise host-wide {key} to {value}: {e}"))
                 })?;
-                eprintln!(
+                self.notes.push(format!(
                     "note: {key} is host-wide on this kernel; raised from {now} to {value} until the last path goes down"
-                );
+                ));
                 self.record.host_sysctls.push((key.to_owned(), current));
             }
         }

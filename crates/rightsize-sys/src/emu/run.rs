@@ -241,13 +241,17 @@ pub fn bring_up(
     for removed in super::down_stale()? {
         log(format!("removed {removed}, left behind by a run that died"));
     }
-    EmulatedPath::up(
+    let path = EmulatedPath::up(
         spec,
         UpOptions {
             name,
             die_with_parent: owned,
         },
-    )
+    )?;
+    for note in path.notes() {
+        log(note.clone());
+    }
+    Ok(path)
 }
 
 /// What a path that is up is, for people: its name and emulator, each

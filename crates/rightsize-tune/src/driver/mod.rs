@@ -112,6 +112,26 @@ pub struct TunerSummary {
     /// Actions that failed or could not be carried out (a size for a
     /// peer that takes none).
     pub actions_failed: u32,
+    /// The peer is rightsize: the two ends' tuners talk (reports, sizes,
+    /// pacing requests) through the RIGHTSIZE extension. Without it each
+    /// end tunes alone.
+    pub extension: bool,
+    /// The sender paced the flow (`SO_MAX_PACING_RATE`): this end set a
+    /// ceiling, or the peer reported one in force.
+    pub paced: bool,
+}
+
+impl TunerSummary {
+    /// Which case the tuner ran in, for people: with a rightsize peer or
+    /// alone, and whether the sender paced.
+    pub fn case(&self) -> &'static str {
+        match (self.extension, self.paced) {
+            (true, true) => "with a rightsize peer, paced",
+            (true, false) => "with a rightsize peer, not paced",
+            (false, true) => "alone, paced",
+            (false, false) => "alone, not paced",
+        }
+    }
 }
 
 /// Drives one tuner: feeds it, turns its decisions into [`SocketOp`]s and
@@ -132,6 +152,8 @@ pub struct Driver {
     /// The pacing ceiling in force on the socket (`SO_MAX_PACING_RATE` as
     /// read back), bits per second: this end's reports carry it.
     pace_bps: Option<u64>,
+    /// A report from the peer said it paces.
+    peer_paced: bool,
     decisions: u32,
     actions_failed: u32,
 }
@@ -205,6 +227,7 @@ impl Driver {
             last_control_rtt_us: None,
             tuner_clamps: false,
             pace_bps: None,
+            peer_paced: false,
             decisions: 0,
             actions_failed: 0,
         }
@@ -272,6 +295,8 @@ impl Driver {
             state: self.tuner.state(),
             decisions: self.decisions,
             actions_failed: self.actions_failed,
+            extension: self.links.peer,
+            paced: self.pace_bps.is_some() || self.peer_paced,
         }
     }
 
@@ -295,6 +320,11 @@ impl Driver {
                         return Step::Op(op);
                     }
                     Some(Job::Feed(event)) => {
+                        if let Event::Peer(report) = &event
+                            && report.info.is_some_and(|i| i.pace_bps.is_some())
+                        {
+                            self.peer_paced = true;
+                        }
                         let decision = self.tuner.on_event(&event);
                         self.carry = Some(Carry::new(event_name(&event), decision));
                     }

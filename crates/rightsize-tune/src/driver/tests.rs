@@ -336,6 +336,40 @@ fn pacing_and_peer_messages_read_no_tcp_info_and_the_report_carries_the_pace() {
 }
 
 #[test]
+fn the_summary_says_whether_the_peer_is_rightsize_and_whether_the_sender_paced() {
+    // Alone: no extension, nothing paced.
+    let (tuner, _) = Scripted::new(vec![act(Vec::new())]);
+    let mut alone = driver(tuner, Links::default());
+    alone.sample(sample(20 * MS));
+    drive(&mut alone, &mut Kernel::default(), 20 * MS);
+    let summary = alone.summary();
+    assert!(!summary.extension && !summary.paced, "{summary:?}");
+    // A sender that set a ceiling paced.
+    let (tuner, _) = Scripted::new(vec![act(vec![Action::SetMaxPacingRate(Bytes(1_000_000))])]);
+    let mut sender = driver(tuner, peer());
+    sender.sample(sample(20 * MS));
+    drive(&mut sender, &mut Kernel::default(), 20 * MS);
+    let summary = sender.summary();
+    assert!(summary.extension && summary.paced, "{summary:?}");
+    // A receiver whose peer reported a ceiling in force saw a paced sender;
+    // one whose peer reported none did not.
+    for (pace_bps, paced) in [(None, false), (Some(8_000_000), true)] {
+        let (tuner, _) = Scripted::new(vec![act(Vec::new())]);
+        let mut receiver = driver(tuner, peer());
+        receiver.handle(Event::Peer(PeerReport {
+            at: 20 * MS,
+            info: Some(PeerInfo {
+                pace_bps,
+                ..PeerInfo::default()
+            }),
+            size: None,
+        }));
+        drive(&mut receiver, &mut Kernel::default(), 20 * MS);
+        assert_eq!(receiver.summary().paced, paced, "pace {pace_bps:?}");
+    }
+}
+
+#[test]
 fn a_size_for_a_peer_without_a_channel_is_recorded_not_asked_for() {
     let (tuner, _) = Scripted::new(vec![act(vec![Action::TellPeer(Bytes(2_000_000))])]);
     let mut d = driver(tuner, Links::default());
