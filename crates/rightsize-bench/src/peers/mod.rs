@@ -24,10 +24,11 @@ use crate::goals;
 
 pub const USAGE: &str = "\
 usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno]
-                             [--peers rightsize,vsftpd,curl,globus] [--tuners auto,kernel,static:16MiB]
+                             [--peers rightsize,vsftpd,curl,globus]
+                             [--tuners auto,kernel,static:16MiB]
                              [--reps 3] [--size 256MiB] [--out DIR] [--smoke]
 
-Runs rightsize's tuners against peers that are not rightsize, on emulated paths (bench/paths/
+Runs rightsize's tuners against other FTP programs, and itself, on emulated paths (bench/paths/
 NAME.toml, or a spec file), each run on a fresh `rightsize path run`, as root. The server is on
 the right host (the sender), the client on the left (the receiver):
   rightsize  rightsize get --tune T from rightsize serve --tune T (both ends tune)
