@@ -248,6 +248,17 @@ pub fn final_line(text: &str) -> Option<Value> {
         .find(|v| v["kind"] == "final")
 }
 
+/// Of the texts of several telemetry files, the one whose final line
+/// counts the most bytes (the transfer, not a probe before it); the last
+/// among equals, so one file is always its own answer.
+pub fn largest_transfer(texts: impl IntoIterator<Item = String>) -> Option<String> {
+    texts.into_iter().max_by_key(|text| {
+        final_line(text)
+            .and_then(|last| last["bytes"].as_u64())
+            .unwrap_or(0)
+    })
+}
+
 /// What `path run --results` says: the fidelity verdict and the names of
 /// the checks that failed.
 pub fn fidelity_of(results: &Value) -> (Option<bool>, Vec<String>) {

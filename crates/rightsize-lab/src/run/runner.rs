@@ -314,12 +314,7 @@ fn server_telemetry(dir: &Path) -> Option<String> {
         .filter(|p| p.to_string_lossy().ends_with("-retr.jsonl"))
         .collect();
     files.sort();
-    let texts = files.iter().filter_map(|f| fs::read_to_string(f).ok());
-    texts.max_by_key(|text| {
-        record::final_line(text)
-            .and_then(|last| last["bytes"].as_u64())
-            .unwrap_or(0)
-    })
+    record::largest_transfer(files.iter().filter_map(|f| fs::read_to_string(f).ok()))
 }
 
 /// The last `n` non-empty lines, joined with " | ".

@@ -1,5 +1,6 @@
 //! A run's line reads and writes as it always has: the measured numbers sit
-//! among the record's own keys, in the same order.
+//! among the record's own keys, in the same order. Against other peers,
+//! each number comes from the end that can say it.
 
 use serde_json::json;
 
@@ -193,4 +194,15 @@ fn a_peer_and_a_source_of_losses_only_appear_when_set() {
         "{line}"
     );
     assert_eq!(parse_line(&line).expect("parses"), Some(run));
+}
+
+#[test]
+fn the_transfer_is_the_telemetry_that_counts_the_most_bytes() {
+    let probe = SERVER.replace("67108864", "1");
+    let broken = "{\"kind\":\"header\"}\n".to_owned();
+    let picked = largest_transfer([probe.clone(), SERVER.to_owned(), broken.clone()]);
+    assert_eq!(picked.as_deref(), Some(SERVER));
+    // One file is its own answer, whatever it holds; none is none.
+    assert_eq!(largest_transfer([broken.clone()]), Some(broken));
+    assert_eq!(largest_transfer(Vec::new()), None);
 }
