@@ -32,37 +32,50 @@ mod tuners;
 
 use std::process::ExitCode;
 
+/// A benchmark: its name, its usage text and what runs it (`Ok(false)`:
+/// it ran and something failed).
+type Bench = (
+    &'static str,
+    &'static str,
+    fn(&[String]) -> anyhow::Result<bool>,
+);
+
+const BENCHES: [Bench; 3] = [
+    ("ftp", ftp::USAGE, ftp::run),
+    ("tuners", tuners::USAGE, tuners::run),
+    ("peers", peers::USAGE, peers::run),
+];
+
+/// Prints a usage text; a closed pipe (`| head`) is not an error.
+fn print_usage(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "{text}");
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let all_usage = || BENCHES.map(|(_, usage, _)| usage).join("\n\n");
+    let wants_help = |rest: &[String]| rest.iter().any(|a| a == "-h" || a == "--help");
     let result = match args.first().map(String::as_str) {
-        Some("ftp") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
-            println!("{}", ftp::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Some("ftp") => ftp::run(&args[1..]),
-        Some("tuners") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
-            println!("{}", tuners::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Some("tuners") => tuners::run(&args[1..]),
-        Some("peers") if args[1..].iter().any(|a| a == "-h" || a == "--help") => {
-            println!("{}", peers::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Some("peers") => peers::run(&args[1..]),
         Some("-h" | "--help") | None => {
-            println!("{}\n\n{}\n\n{}", ftp::USAGE, tuners::USAGE, peers::USAGE);
+            print_usage(&all_usage());
             return ExitCode::SUCCESS;
         }
-        Some(other) => {
-            eprintln!(
-                "rightsize-bench: unknown benchmark {other:?}; accepted: ftp, tuners, peers\n\n{}\n\n{}\n\n{}",
-                ftp::USAGE,
-                tuners::USAGE,
-                peers::USAGE
-            );
-            return ExitCode::from(2);
-        }
+        Some(name) => match BENCHES.iter().find(|(n, _, _)| *n == name) {
+            Some((_, usage, _)) if wants_help(&args[1..]) => {
+                print_usage(usage);
+                return ExitCode::SUCCESS;
+            }
+            Some((_, _, run)) => run(&args[1..]),
+            None => {
+                let names = BENCHES.map(|(n, _, _)| n).join(", ");
+                eprintln!(
+                    "rightsize-bench: unknown benchmark {name:?}; accepted: {names}\n\n{}",
+                    all_usage()
+                );
+                return ExitCode::from(2);
+            }
+        },
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
