@@ -74,8 +74,20 @@ const DEFAULT_RATIO: f64 = 0.8;
 const MIN_RATIO: f64 = 0.5;
 const MAX_RATIO: f64 = 1.0;
 /// The buffer stopped the sender when `tcpi_sndbuf_limited` grew by this
-/// share of `tcpi_busy_time` since the previous sample.
+/// share of `tcpi_busy_time` since the previous sample ...
 const LIMITED_SHARE: f64 = 0.2;
+/// ... or, in a sample, when the congestion window had room beyond the
+/// bytes in flight (this share of them and [`ROOM_SEGMENTS`]) and next to
+/// nothing waited unsent (this share of the buffer's payload): all the
+/// buffer held was in flight, and the window could have taken more.
+/// (Linux 6.18 counted no `sndbuf_limited` time at all for a buffer that
+/// held a flow to 0.87 of a 200 Mbit/s path, measured.)
+const CWND_ROOM: f64 = 1.0 / 8.0;
+const ROOM_SEGMENTS: u64 = 4;
+const UNSENT_SHARE: f64 = 1.0 / 8.0;
+/// A round (one min-RTT) is buffer-limited when the buffer was the limit
+/// in this share of its samples.
+const LIMITED_SAMPLES: f64 = 0.5;
 /// Growth per RTT when the buffer is the limit and the path shows no
 /// queue: while starting, and after.
 const START_GROWTH: f64 = 2.0;
@@ -86,10 +98,16 @@ const MAX_GAIN: f64 = 64.0;
 /// The RTT is inflated (a queue at the bottleneck) above min-RTT x (1 +
 /// this) + [`RTT_FLOOR`].
 const INFLATION: f64 = 1.0 / 8.0;
+/// The queue emptied during a round when the least smoothed RTT of the
+/// round was within this share of min-RTT (+ [`RTT_FLOOR`]) ...
+const EMPTIED: f64 = 1.0 / 16.0;
+/// ... and stood all round when it stayed above this share: more memory
+/// than the path needs, which comes down by [`SHRINK`] per round.
+const STOOD: f64 = 1.0 / 4.0;
+const SHRINK: f64 = 7.0 / 8.0;
 /// Slack for timer granularity on short paths.
 const RTT_FLOOR: Duration = Duration::from_micros(500);
-/// A new request is made when it moved by this share of the one in force
-/// (up), or by twice this (down).
+/// A new request is made when it moved by this share of the one in force.
 const HYSTERESIS: f64 = 1.0 / 16.0;
 /// Once the path shows its rate, the flow is paced (`SO_MAX_PACING_RATE`,
 /// which also turns on the kernel's own pacing) this much above the best
@@ -107,6 +125,27 @@ const SAMPLES_PER_RTT: f64 = 4.0;
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 const MAX_INTERVAL: Duration = Duration::from_millis(250);
 const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What one round (a min-RTT) of samples showed.
+#[derive(Debug, Clone, Copy)]
+struct Round {
+    began: Duration,
+    samples: u32,
+    limited: u32,
+    /// The least smoothed RTT seen in it.
+    least_rtt: Option<Duration>,
+}
+
+impl Round {
+    fn new(began: Duration) -> Self {
+        Round {
+            began,
+            samples: 0,
+            limited: 0,
+            least_rtt: None,
+        }
+    }
+}
 
 /// `busy_time`, `sndbuf_limited` (microseconds) and bytes retransmitted
 /// at one sample.
@@ -142,7 +181,7 @@ pub struct Alone {
     min_rtt: Option<Duration>,
     counters: Option<Counters>,
     last_sample: Option<Duration>,
-    last_growth: Duration,
+    round: Round,
 }
 
 impl Alone {
@@ -162,7 +201,7 @@ impl Alone {
             min_rtt: None,
             counters: None,
             last_sample: None,
-            last_growth: Duration::ZERO,
+            round: Round::new(Duration::ZERO),
         };
         alone.request = alone.request_for(alone.allowance);
         alone
@@ -264,8 +303,10 @@ impl Alone {
         let (Some(min_rtt), Some(rtt)) = (self.min_rtt, micros(info.rtt_us)) else {
             return self.apply(at, notes);
         };
-        let queue =
-            rtt.as_secs_f64() > min_rtt.as_secs_f64() * (1.0 + INFLATION) + RTT_FLOOR.as_secs_f64();
+        let above = |share: f64, rtt: Duration| {
+            rtt.as_secs_f64() > min_rtt.as_secs_f64() * (1.0 + share) + RTT_FLOOR.as_secs_f64()
+        };
+        let queue = above(INFLATION, rtt);
         if (queue || loss) && !self.bounded {
             self.bounded = true;
             notes.push(format!(
@@ -273,18 +314,36 @@ impl Alone {
                 if loss { "a loss" } else { "the RTT inflated" }
             ));
         }
-        if queue {
-            self.gain = 1.0;
-        }
         let cwnd = info.snd_cwnd_bytes() as f64;
-        let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
-        let rtts = at.saturating_sub(self.last_growth).as_secs_f64() / min_rtt.as_secs_f64();
-        // The buffer stopped the sender and the path has room: grow, at
-        // most once per RTT.
-        let grow = limited && !queue && rtts >= 1.0;
-        if grow {
-            self.last_growth = at;
+        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
+        let mss = u64::from(info.snd_mss_bytes.max(1));
+        let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
+        let payload = self.request.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio;
+        let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;
+        let round = &mut self.round;
+        round.samples += 1;
+        if limited || (room && unsent <= UNSENT_SHARE * payload) {
+            round.limited += 1;
         }
+        round.least_rtt = Some(round.least_rtt.map_or(rtt, |least| least.min(rtt)));
+        // Once per round: grow when the buffer held the flow back and the
+        // queue emptied (the bottleneck idled); come down when a queue
+        // stood all round.
+        let mut grow = false;
+        if at.saturating_sub(round.began) >= min_rtt {
+            let least = round.least_rtt.unwrap_or(rtt);
+            let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
+            grow = held && !above(EMPTIED, least);
+            if self.bounded && !grow && above(STOOD, least) && self.gain > 1.0 {
+                self.gain = (self.gain * SHRINK).max(1.0);
+                notes.push(format!(
+                    "a queue stood all round (least RTT {}): x{SHRINK} beyond rate x min-RTT",
+                    show_ms(least)
+                ));
+            }
+            self.round = Round::new(at);
+        }
+        let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
         let at_cap = self.request >= self.request_for(f64::MAX);
         if grow && at_cap && !self.beyond {
             self.beyond = true;
@@ -306,7 +365,7 @@ impl Alone {
             let follow = cwnd * (1.0 + CWND_MARGIN);
             if grow {
                 notes.push(format!(
-                    "the send buffer stopped the sender with no queue: x{GROWTH} beyond rate {} x min-RTT {}",
+                    "the send buffer held the flow back and the queue emptied: x{GROWTH} beyond rate {} x min-RTT {}",
                     show_rate(self.btl_bw.get().unwrap_or(0.0)),
                     show_ms(min_rtt)
                 ));
@@ -317,7 +376,7 @@ impl Alone {
             if grow {
                 wanted = wanted.max(self.allowance * START_GROWTH);
                 notes.push(format!(
-                    "the send buffer stopped the sender with no queue: x{START_GROWTH}"
+                    "the send buffer held the flow back and the queue emptied: x{START_GROWTH}"
                 ));
             }
             wanted
@@ -373,7 +432,7 @@ impl Alone {
         let moved = if new > old {
             new > old * (1.0 + HYSTERESIS)
         } else {
-            new < old * (1.0 - 2.0 * HYSTERESIS)
+            new < old * (1.0 - HYSTERESIS)
         };
         if !moved {
             return if notes.is_empty() {

@@ -271,12 +271,12 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_rate_x_min_rtt() {
         sndbuf: 4_000_000,
     };
     auto.on_event(&base.event());
-    // 80 Mbit/s x 100 ms = 1 MB, and a congestion window of 2,000
-    // segments (2.9 MB) in a queue of 50 ms.
+    // 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
+    // segments (1.4 MB) in a queue of 50 ms.
     let d = auto.on_event(
         &S {
             at_ms: 500,
-            cwnd: 2000,
+            cwnd: 1000,
             unacked: 1000,
             rtt_ms: 150,
             busy_ms: 500,
@@ -348,3 +348,33 @@ fn a_sample_from_the_past_is_ignored_and_samples_come_four_per_rtt() {
     assert!(d.record.unwrap().reason.contains("older"));
 }
 
+#[test]
+fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standing_queue_shrinks_it() {
+    let mut auto = alone();
+    let at = |at_ms: u64, rtt_ms: u32, cwnd: u32| S {
+        at_ms,
+        cwnd,
+        unacked: 1000,
+        rtt_ms,
+        busy_ms: at_ms,
+        sndbuf_ms: 0,
+        rate_mbps: 80,
+        sndbuf: 4_000_000,
+    };
+    auto.on_event(&at(0, 100, 1000).event());
+    // The RTT inflated: bounded at 1 MB (80 Mbit/s x 100 ms).
+    let d = auto.on_event(&at(100, 150, 1000).event());
+    assert_eq!(sndbufs(&d), vec![937_500]);
+    // A round in which the congestion window had room beyond what was in
+    // flight and nothing waited unsent, and the RTT came down to 103 ms:
+    // the bottleneck idled behind the buffer. x1.25.
+    auto.on_event(&at(150, 103, 3000).event());
+    let d = auto.on_event(&at(200, 120, 3000).event());
+    assert_eq!(sndbufs(&d), vec![1_171_875]);
+    assert!(d.record.unwrap().reason.contains("the queue emptied"));
+    // A round whose least RTT stayed at 130 ms: back by 7/8.
+    auto.on_event(&at(250, 140, 3000).event());
+    let d = auto.on_event(&at(300, 130, 3000).event());
+    assert_eq!(sndbufs(&d), vec![1_025_391]);
+    assert!(d.record.unwrap().reason.contains("a queue stood all round"));
+}
