@@ -71,6 +71,14 @@ const BW_WINDOW: Duration = Duration::from_secs(2);
 /// them, carry little). The largest seen since is kept: a buffer the
 /// writer has not filled only reads lower.
 const DEFAULT_RATIO: f64 = 0.8;
+/// Ratios outside this range are not learnt. More than a byte of payload
+/// per byte of buffer does happen, but is no measure of the buffer's
+/// need: on Linux 6.18 with `sendfile`, a send buffer of 3.78 MB read back
+/// had 7.5 MB in flight (a congestion window's worth, at an RTT of 284 ms
+/// on a 200 Mbit/s path), and 2 to 4 times the buffer during a loss
+/// recovery after the buffer came down (measured). Learnt, such ratios
+/// shrank the buffer to 52 KB; the queue the RTT shows steers the
+/// buffer instead ([`STOOD`]).
 const MIN_RATIO: f64 = 0.5;
 const MAX_RATIO: f64 = 1.0;
 /// The buffer stopped the sender when `tcpi_sndbuf_limited` grew by this
@@ -102,9 +110,12 @@ const INFLATION: f64 = 1.0 / 8.0;
 /// round was within this share of min-RTT (+ [`RTT_FLOOR`]) ...
 const EMPTIED: f64 = 1.0 / 16.0;
 /// ... and stood all round when it stayed above this share: more memory
-/// than the path needs, which comes down by [`SHRINK`] per round.
+/// than the path needs, which comes down by [`SHRINK`] per round, down to
+/// [`MIN_GAIN`] x rate x min-RTT (the buffer does not always bound what is
+/// in flight, see [`MAX_RATIO`]).
 const STOOD: f64 = 1.0 / 4.0;
 const SHRINK: f64 = 7.0 / 8.0;
+const MIN_GAIN: f64 = 1.0 / 16.0;
 /// Slack for timer granularity on short paths.
 const RTT_FLOOR: Duration = Duration::from_micros(500);
 /// A new request is made when it moved by this share of the one in force.
@@ -116,7 +127,12 @@ const HYSTERESIS: f64 = 1.0 / 16.0;
 /// burst into the bottleneck queue. A flow that reaches the ceiling
 /// raises the best rate, and so the ceiling.
 const PACE_GAIN: f64 = 1.0 / 16.0;
-const PACING: bool = false;
+const PACING: bool = true;
+/// Pacing starts once the best rate grew by less than this over a round
+/// (the flow found the path's rate: in slow start it doubles per round).
+const PLATEAU_GROWTH: f64 = 1.0 / 8.0;
+/// A flow delivering this share of the pacing ceiling is held by it.
+const PACED_SHARE: f64 = 0.9;
 /// The ceiling is set again when it would move up by this share, or down
 /// by four times it.
 const PACE_STEP: f64 = 1.0 / 32.0;
@@ -168,10 +184,15 @@ pub struct Alone {
     request: Bytes,
     /// Whether the path has shown its rate (a queue or a loss).
     bounded: bool,
-    /// Growth beyond the bound, while the buffer limits with no queue.
+    /// The bound's multiple of rate x min-RTT: up while the buffer holds
+    /// the flow back and the queue empties, down while a queue stands.
     gain: f64,
     /// The pacing ceiling in force, bytes per second.
     pace: Option<f64>,
+    /// The best rate at the end of the previous round, and whether it
+    /// stopped growing (the flow found the path's rate: pacing starts).
+    round_bw: Option<f64>,
+    plateau: bool,
     /// Whether the request may go beyond `tcp_wmem[2]`.
     beyond: bool,
     /// When the request last went down: what was queued before may
@@ -195,6 +216,8 @@ impl Alone {
             bounded: false,
             gain: 1.0,
             pace: None,
+            round_bw: None,
+            plateau: false,
             beyond: false,
             shrunk_at: None,
             btl_bw: WindowedMax::new(BW_WINDOW),
@@ -320,9 +343,12 @@ impl Alone {
         let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
         let payload = self.request.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio;
         let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;
+        // A flow the pacing ceiling holds is not held by the buffer.
+        let rate = info.delivery_rate_bps.map_or(0.0, |bps| bps as f64 / 8.0);
+        let paced = self.pace.is_some_and(|ceiling| rate >= PACED_SHARE * ceiling);
         let round = &mut self.round;
         round.samples += 1;
-        if limited || (room && unsent <= UNSENT_SHARE * payload) {
+        if limited || (room && !paced && unsent <= UNSENT_SHARE * payload) {
             round.limited += 1;
         }
         round.least_rtt = Some(round.least_rtt.map_or(rtt, |least| least.min(rtt)));
@@ -334,13 +360,20 @@ impl Alone {
             let least = round.least_rtt.unwrap_or(rtt);
             let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
             grow = held && !above(EMPTIED, least);
-            if self.bounded && !grow && above(STOOD, least) && self.gain > 1.0 {
-                self.gain = (self.gain * SHRINK).max(1.0);
+            if self.bounded && !grow && above(STOOD, least) && self.gain > MIN_GAIN {
+                self.gain = (self.gain * SHRINK).max(MIN_GAIN);
                 notes.push(format!(
                     "a queue stood all round (least RTT {}): x{SHRINK} beyond rate x min-RTT",
                     show_ms(least)
                 ));
             }
+            let bw = self.btl_bw.get();
+            if self.bounded && !self.plateau {
+                self.plateau = bw
+                    .zip(self.round_bw)
+                    .is_some_and(|(now, before)| now < before * (1.0 + PLATEAU_GROWTH));
+            }
+            self.round_bw = bw;
             self.round = Round::new(at);
         }
         let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
@@ -400,7 +433,7 @@ impl Alone {
         let Some(best) = self
             .btl_bw
             .get()
-            .filter(|&b| PACING && self.bounded && b > 0.0)
+            .filter(|&b| PACING && self.plateau && b > 0.0)
         else {
             return Decision::none();
         };
