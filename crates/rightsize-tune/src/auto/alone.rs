@@ -45,7 +45,10 @@ use crate::meter::{
 };
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
-use crate::{Action, Context, Decision, Event, Inputs, Sample, Settings, Setup, Tuner};
+use crate::{
+    Action, Context, Decision, Event, Inputs, MIN_PLAUSIBLE_PACE_BPS, Sample, Settings, Setup,
+    Tuner,
+};
 
 /// The send buffer holds this many times the allowance: a blocked writer
 /// wakes when a third of the buffer is free, so two thirds of it must
@@ -345,7 +348,9 @@ impl Alone {
         let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;
         // A flow the pacing ceiling holds is not held by the buffer.
         let rate = info.delivery_rate_bps.map_or(0.0, |bps| bps as f64 / 8.0);
-        let paced = self.pace.is_some_and(|ceiling| rate >= PACED_SHARE * ceiling);
+        let paced = self
+            .pace
+            .is_some_and(|ceiling| rate >= PACED_SHARE * ceiling);
         let round = &mut self.round;
         round.samples += 1;
         if limited || (room && !paced && unsent <= UNSENT_SHARE * payload) {
@@ -437,7 +442,9 @@ impl Alone {
         else {
             return Decision::none();
         };
-        let ceiling = best * (1.0 + PACE_GAIN);
+        // Never below a slow modem's rate: a ceiling of nothing stops the flow.
+        let floor = (MIN_PLAUSIBLE_PACE_BPS / 8) as f64;
+        let ceiling = (best * (1.0 + PACE_GAIN)).max(floor);
         let moved = self.pace.is_none_or(|p| {
             ceiling > p * (1.0 + PACE_STEP) || ceiling < p * (1.0 - 4.0 * PACE_STEP)
         });

@@ -349,7 +349,8 @@ fn a_sample_from_the_past_is_ignored_and_samples_come_four_per_rtt() {
 }
 
 #[test]
-fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standing_queue_shrinks_it() {
+fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standing_queue_shrinks_it()
+{
     let mut auto = alone();
     let at = |at_ms: u64, rtt_ms: u32, cwnd: u32| S {
         at_ms,
