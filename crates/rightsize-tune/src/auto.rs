@@ -5,9 +5,9 @@
 //! receiver it becomes `TCP_WINDOW_CLAMP = W`, plus `SO_RCVBUF` sized so that
 //! the memory alone also caps the window near `W` ([`memory`]:
 //! Linux 6.18 replaces an application's clamp when it re-measures its
-//! payload-to-memory ratio). On a sender whose peer is not rightsize it
-//! becomes `SO_SNDBUF`. A sender whose peer is rightsize leaves the window
-//! to the receiver ([`follow`]). The receiver reads the sender's
+//! payload-to-memory ratio). A sender whose peer is rightsize leaves the
+//! window to the receiver ([`follow`]); a sender whose peer is not sizes
+//! its send buffer from its own `TCP_INFO` ([`alone`]). The receiver reads the sender's
 //! `TCP_INFO` from the peer's reports ([`view`]): whether the
 //! window stopped it (`rwnd_limited` over `busy_time`), its delivery rate,
 //! RTT and retransmissions; without them, its own goodput, receive RTT and
@@ -72,6 +72,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+mod alone;
 mod follow;
 pub(crate) mod memory;
 mod steer;
@@ -86,6 +87,7 @@ use super::{
 };
 use crate::bdp::{linux_handshake_window_scale, max_window_for_scale};
 use crate::units::Bytes;
+use alone::Alone;
 use follow::Follower;
 use memory::Memory;
 use view::{Observer, View};
@@ -218,11 +220,12 @@ const HEADER_BYTES: f64 = 52.0;
 pub fn new(ctx: Context) -> Box<dyn Tuner> {
     match (ctx.role, ctx.peer) {
         (Role::Sender, Peer::Rightsize) => Box::new(Follower::new(ctx)),
-        _ => Box::new(Auto::new(ctx)),
+        (Role::Sender, Peer::Other) => Box::new(Alone::new(ctx)),
+        (Role::Receiver, _) => Box::new(Auto::new(ctx)),
     }
 }
 
-/// The window-steering `auto` (a receiver, or a sender on its own).
+/// The window-steering `auto` of a receiver.
 #[derive(Debug, Clone)]
 struct Auto {
     ctx: Context,
@@ -295,18 +298,14 @@ impl Auto {
         (MIN_WINDOW_SEGMENTS * self.ctx.limits.mss.get()) as f64
     }
 
-    /// The largest window: what the buffer limit and, on a receiver, the
-    /// handshake's window scale allow.
+    /// The largest window: what the buffer limit and the handshake's
+    /// window scale allow.
     fn max_window(&self) -> f64 {
         let l = self.ctx.limits;
-        let by_memory = self.memory.max_window();
-        match self.ctx.role {
-            Role::Receiver => {
-                let scale = linux_handshake_window_scale(l.tcp_rmem_max, l.rmem_max);
-                by_memory.min(max_window_for_scale(scale).get() as f64)
-            }
-            Role::Sender => by_memory,
-        }
+        let scale = linux_handshake_window_scale(l.tcp_rmem_max, l.rmem_max);
+        self.memory
+            .max_window()
+            .min(max_window_for_scale(scale).get() as f64)
     }
 
     /// Sets `W` and, if it moved enough, the socket.
@@ -499,15 +498,10 @@ impl Auto {
 
     fn read(&self, view: &View) -> Option<Reading> {
         let (rate, rtt, rt_prop) = (view.rate?, view.rtt?, view.rt_prop?);
-        let share = match self.ctx.role {
-            Role::Receiver => view.rwnd_share,
-            Role::Sender => view.sndbuf_share,
-        };
-        let limited = share.map_or_else(
+        let limited = view.rwnd_share.map_or_else(
             || {
                 let window = view
                     .rcv_wnd
-                    .filter(|_| self.ctx.role == Role::Receiver)
                     .map_or(self.window, |w| self.window.min(w as f64));
                 let in_flight = view.inflight.map_or(rate * rtt.as_secs_f64(), |b| b as f64);
                 in_flight >= FULL_WINDOW_SHARE * window

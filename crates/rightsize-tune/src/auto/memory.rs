@@ -22,16 +22,15 @@
 //! a 2.4 MB window cut to 29 KB with its memory during a loss left the
 //! sender in timeout backoff for 80 s.
 //!
-//! On a sender alone, the window is the send buffer: the bytes in flight
-//! per byte of `SO_SNDBUF` read-back are learnt while the buffer is what
-//! stops the sender.
+//! Only a receiver steers its window this way: a sender alone sizes its
+//! send buffer in [`super::alone`].
 
 use std::time::Duration;
 
 use super::view::View;
 use crate::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, show_bytes};
 use crate::units::Bytes;
-use crate::{Action, Context, Decision, Role, Settings};
+use crate::{Action, Context, Decision, Settings};
 
 /// Window per byte of receive buffer before anything is learnt. Linux
 /// 6.18 on a 1500-byte veth offered 0.63 to 0.89 of the read-back buffer
@@ -42,9 +41,6 @@ use crate::{Action, Context, Decision, Role, Settings};
 /// measured). A kernel with a ratio below 0.6 (before 6.5: 0.5) limits the
 /// window by memory until the advertised window teaches the ratio.
 const RECEIVER_DEFAULT_RATIO: f64 = 0.6;
-/// Bytes in flight per byte of send buffer before anything is learnt:
-/// the send buffer also holds what is not sent yet.
-const SENDER_DEFAULT_RATIO: f64 = 0.5;
 /// Ratios outside this range are measurement noise.
 const MIN_RATIO: f64 = 0.25;
 const MAX_RATIO: f64 = 1.0;
@@ -55,8 +51,6 @@ const CLAMP_TOLERANCE: f64 = 0.01;
 /// The memory limits the window when the advertised window stays this
 /// far below the clamp.
 const MEMORY_LIMITED: f64 = 0.97;
-/// A send buffer stopped the sender this share of its busy time.
-const SNDBUF_LIMITED_SHARE: f64 = 0.5;
 /// Changes of the request smaller than this share are not applied.
 const HYSTERESIS: f64 = 1.0 / 32.0;
 /// A receiver's memory comes down this many RTTs after its window, and as
@@ -90,10 +84,7 @@ impl Memory {
     pub fn new(ctx: Context) -> Self {
         Memory {
             ctx,
-            ratio: match ctx.role {
-                Role::Receiver => RECEIVER_DEFAULT_RATIO,
-                Role::Sender => SENDER_DEFAULT_RATIO,
-            },
+            ratio: RECEIVER_DEFAULT_RATIO,
             request: None,
             last_put_back: None,
             held_since: None,
@@ -132,24 +123,17 @@ impl Memory {
             .is_none_or(|loss| self.now.saturating_sub(loss) >= wait)
     }
 
-    /// The `SO_RCVBUF` (receiver) or `SO_SNDBUF` (sender) request that
-    /// carries `window`, bytes.
+    /// The `SO_RCVBUF` request that carries `window`, bytes.
     fn request_for(&self, window: Bytes) -> Bytes {
-        let max = match self.ctx.role {
-            Role::Receiver => self.ctx.limits.rmem_max,
-            Role::Sender => self.ctx.limits.wmem_max,
-        };
+        let max = self.ctx.limits.rmem_max;
         let per_request = LINUX_BUFFER_DOUBLING as f64 * self.ratio;
         bytes_capped(window.get() as f64 / per_request * (1.0 + MARGIN), max)
     }
 
     /// The largest window the kernel's limit lets the memory carry.
     pub fn max_window(&self) -> f64 {
-        let max = match self.ctx.role {
-            Role::Receiver => self.ctx.limits.rmem_max,
-            Role::Sender => self.ctx.limits.wmem_max,
-        };
-        max.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio / (1.0 + MARGIN)
+        self.ctx.limits.rmem_max.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio
+            / (1.0 + MARGIN)
     }
 
     /// The actions that set `window`; memory first when it grows, the
@@ -157,29 +141,21 @@ impl Memory {
     /// now: it is held until [`Memory::check`] finds it safe.
     pub fn actions(&mut self, window: Bytes, grow: bool) -> Vec<Action> {
         let request = self.request_for(window);
-        match self.ctx.role {
-            Role::Receiver => {
-                let held = self.request.filter(|&old| old > request);
-                match held {
-                    Some(old) => {
-                        self.held_since = Some(self.now);
-                        // The clamp alone, or a put-back at the held memory.
-                        if grow {
-                            vec![Action::SetRcvBuf(old), Action::SetWindowClamp(window)]
-                        } else {
-                            vec![Action::SetWindowClamp(window)]
-                        }
-                    }
-                    None => {
-                        self.held_since = None;
-                        self.request = Some(request);
-                        vec![Action::SetRcvBuf(request), Action::SetWindowClamp(window)]
-                    }
+        let held = self.request.filter(|&old| old > request);
+        match held {
+            Some(old) => {
+                self.held_since = Some(self.now);
+                // The clamp alone, or a put-back at the held memory.
+                if grow {
+                    vec![Action::SetRcvBuf(old), Action::SetWindowClamp(window)]
+                } else {
+                    vec![Action::SetWindowClamp(window)]
                 }
             }
-            Role::Sender => {
+            None => {
+                self.held_since = None;
                 self.request = Some(request);
-                vec![Action::SetSndBuf(request)]
+                vec![Action::SetRcvBuf(request), Action::SetWindowClamp(window)]
             }
         }
     }
@@ -196,18 +172,10 @@ impl Memory {
 
     /// What to set once connected, for the first window.
     pub fn settings(&self, window: Bytes) -> Settings {
-        let request = Some(self.request_for(window));
-        match self.ctx.role {
-            Role::Receiver => Settings {
-                rcvbuf: request,
-                sndbuf: None,
-                window_clamp: Some(window),
-            },
-            Role::Sender => Settings {
-                rcvbuf: None,
-                sndbuf: request,
-                window_clamp: None,
-            },
+        Settings {
+            rcvbuf: Some(self.request_for(window)),
+            sndbuf: None,
+            window_clamp: Some(window),
         }
     }
 
@@ -244,97 +212,73 @@ impl Memory {
                 ),
             );
         }
-        let (why, reapply) = match self.ctx.role {
-            Role::Receiver => {
-                let buffer = buffers.rcvbuf_bytes as f64;
-                let clamp = f64::from(buffers.window_clamp_bytes);
-                if buffer <= 0.0 {
-                    return Decision::none();
+        let (why, reapply) = {
+            let buffer = buffers.rcvbuf_bytes as f64;
+            let clamp = f64::from(buffers.window_clamp_bytes);
+            if buffer <= 0.0 {
+                return Decision::none();
+            }
+            let replaced = (clamp - w).abs() > CLAMP_TOLERANCE * w;
+            // Put back at most once per two RTTs: a kernel that keeps
+            // replacing it (or refusing it) is not fought every sample.
+            let recently = self
+                .last_put_back
+                .zip(view.rtt)
+                .is_some_and(|(at, rtt)| view.at.saturating_sub(at) < rtt.saturating_mul(2));
+            if replaced && recently {
+                return Decision::none();
+            }
+            if replaced {
+                self.last_put_back = Some(view.at);
+                let seen = clamp / buffer;
+                if (MIN_RATIO..=MAX_RATIO).contains(&seen) {
+                    self.ratio = seen;
                 }
-                let replaced = (clamp - w).abs() > CLAMP_TOLERANCE * w;
-                // Put back at most once per two RTTs: a kernel that keeps
-                // replacing it (or refusing it) is not fought every sample.
-                let recently = self
-                    .last_put_back
-                    .zip(view.rtt)
-                    .is_some_and(|(at, rtt)| view.at.saturating_sub(at) < rtt.saturating_mul(2));
-                if replaced && recently {
-                    return Decision::none();
-                }
-                if replaced {
-                    self.last_put_back = Some(view.at);
-                    let seen = clamp / buffer;
-                    if (MIN_RATIO..=MAX_RATIO).contains(&seen) {
-                        self.ratio = seen;
-                    }
+                (
+                    format!(
+                        "the kernel replaced the clamp {} with {} ({seen:.3} x the buffer): put back",
+                        show_bytes(window),
+                        show_bytes(Bytes(clamp as u64))
+                    ),
+                    true,
+                )
+            } else if let Some(rcv_wnd) = view
+                .rcv_wnd
+                .map(|w| w as f64)
+                // Above the clamp, the window is one the kernel would
+                // not shrink yet; after a loss, out-of-order segments
+                // hold the buffer. Neither shows the ratio (measured:
+                // 0.72 and then 0.25 "learnt" in one loss episode).
+                .filter(|&rcv_wnd| rcv_wnd <= w * (1.0 + CLAMP_TOLERANCE) && self.quiet(view))
+            {
+                let seen = rcv_wnd / buffer;
+                // While the kernel still opens the window towards the
+                // clamp (`rcv_ssthresh` grew within the last RTT and a
+                // half: slow start's flights arrive once per RTT), the
+                // window is that growth's, not the memory's (measured:
+                // a window opened at once read 0.303 per byte a few
+                // RTTs in, and the buffer became 3.6 x the BDP);
+                // memory stops that growth where it caps.
+                let opening = self.ssthresh_grew.zip(view.rtt).is_some_and(|(at, rtt)| {
+                    view.at.saturating_sub(at) < rtt.saturating_mul(3) / 2
+                });
+                let limited = settled && !opening && rcv_wnd < MEMORY_LIMITED * w;
+                let in_range = (MIN_RATIO..=MAX_RATIO).contains(&seen);
+                if in_range && (limited || seen > self.ratio) {
+                    self.ratio = seen;
                     (
                         format!(
-                            "the kernel replaced the clamp {} with {} ({seen:.3} x the buffer): put back",
-                            show_bytes(window),
-                            show_bytes(Bytes(clamp as u64))
+                            "advertised window {} from a buffer of {}: {seen:.3} per byte",
+                            show_bytes(Bytes(rcv_wnd as u64)),
+                            show_bytes(Bytes(buffer as u64))
                         ),
-                        true,
+                        false,
                     )
-                } else if let Some(rcv_wnd) = view
-                    .rcv_wnd
-                    .map(|w| w as f64)
-                    // Above the clamp, the window is one the kernel would
-                    // not shrink yet; after a loss, out-of-order segments
-                    // hold the buffer. Neither shows the ratio (measured:
-                    // 0.72 and then 0.25 "learnt" in one loss episode).
-                    .filter(|&rcv_wnd| rcv_wnd <= w * (1.0 + CLAMP_TOLERANCE) && self.quiet(view))
-                {
-                    let seen = rcv_wnd / buffer;
-                    // While the kernel still opens the window towards the
-                    // clamp (`rcv_ssthresh` grew within the last RTT and a
-                    // half: slow start's flights arrive once per RTT), the
-                    // window is that growth's, not the memory's (measured:
-                    // a window opened at once read 0.303 per byte a few
-                    // RTTs in, and the buffer became 3.6 x the BDP);
-                    // memory stops that growth where it caps.
-                    let opening = self.ssthresh_grew.zip(view.rtt).is_some_and(|(at, rtt)| {
-                        view.at.saturating_sub(at) < rtt.saturating_mul(3) / 2
-                    });
-                    let limited = settled && !opening && rcv_wnd < MEMORY_LIMITED * w;
-                    let in_range = (MIN_RATIO..=MAX_RATIO).contains(&seen);
-                    if in_range && (limited || seen > self.ratio) {
-                        self.ratio = seen;
-                        (
-                            format!(
-                                "advertised window {} from a buffer of {}: {seen:.3} per byte",
-                                show_bytes(Bytes(rcv_wnd as u64)),
-                                show_bytes(Bytes(buffer as u64))
-                            ),
-                            false,
-                        )
-                    } else {
-                        return Decision::none();
-                    }
                 } else {
                     return Decision::none();
                 }
-            }
-            Role::Sender => {
-                let buffer = buffers.sndbuf_bytes as f64;
-                let (Some(share), Some(inflight)) = (view.sndbuf_share, view.inflight) else {
-                    return Decision::none();
-                };
-                if !settled || share < SNDBUF_LIMITED_SHARE || buffer <= 0.0 {
-                    return Decision::none();
-                }
-                let seen = inflight as f64 / buffer;
-                if !(MIN_RATIO..=MAX_RATIO).contains(&seen) {
-                    return Decision::none();
-                }
-                self.ratio = seen;
-                (
-                    format!(
-                        "{} in flight from a send buffer of {}: {seen:.3} per byte",
-                        show_bytes(Bytes(inflight)),
-                        show_bytes(Bytes(buffer as u64))
-                    ),
-                    false,
-                )
+            } else {
+                return Decision::none();
             }
         };
         let request = self.request_for(window);
@@ -348,10 +292,7 @@ impl Memory {
             self.actions(window, true)
         } else {
             self.request = Some(request);
-            match self.ctx.role {
-                Role::Receiver => vec![Action::SetRcvBuf(request)],
-                Role::Sender => vec![Action::SetSndBuf(request)],
-            }
+            vec![Action::SetRcvBuf(request)]
         };
         Decision::act(
             state,

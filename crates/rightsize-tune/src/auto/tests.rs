@@ -486,15 +486,6 @@ fn a_following_sender_paces_at_the_ceiling_the_receiver_asks_for() {
 }
 
 #[test]
-fn a_sender_on_its_own_steers_with_the_send_buffer() {
-    let auto = tuner("auto", Role::Sender, Peer::Other);
-    let setup = auto.setup();
-    assert_eq!(setup.after_connect.sndbuf, Some(Bytes(69_632)));
-    assert_eq!(setup.after_connect.rcvbuf, None);
-    assert_eq!(setup.after_connect.window_clamp, None);
-}
-
-#[test]
 fn memory_follows_the_window_on_an_older_kernel_too() {
     // At 0.5 window per byte (before Linux 6.5) the buffer is twice the
     // window; the clamp is never replaced, nothing is learnt, all is well.

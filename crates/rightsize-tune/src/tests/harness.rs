@@ -38,6 +38,9 @@ pub struct Scenario {
     pub seed: u64,
     pub seconds: f64,
     pub spec: TunerSpec,
+    /// The receiver's tuner when it is not `spec` (`kernel`: a plain
+    /// client such as curl, whose kernel autotunes).
+    pub receiver: Option<TunerSpec>,
     /// The sender reports its `TCP_INFO` and both ends take sizes (a
     /// rightsize peer).
     pub rightsize_peer: bool,
@@ -71,6 +74,7 @@ impl Scenario {
             seed: 1,
             seconds: 20.0,
             spec: spec.parse().unwrap_or_default(),
+            receiver: None,
             rightsize_peer: true,
             sizes: true,
             trains: Some(1.0),
@@ -110,6 +114,7 @@ pub struct Outcome {
     pub peak_rcvbuf: f64,
     pub mean_rcvbuf: f64,
     pub peak_sndbuf: f64,
+    pub mean_sndbuf: f64,
     pub peak_window: f64,
     pub log: Vec<Logged>,
     /// Payload received at each tenth of a second.
@@ -260,7 +265,11 @@ pub fn run(scenario: &Scenario) -> Outcome {
         limits: limits(&scenario.host),
         peer,
     };
-    let mut rx = scenario.spec.build(ctx(Role::Receiver));
+    let mut rx = scenario
+        .receiver
+        .as_ref()
+        .unwrap_or(&scenario.spec)
+        .build(ctx(Role::Receiver));
     let mut tx = scenario.spec.build(ctx(Role::Sender));
     let mut log = Vec::new();
     let (rx_setup, tx_setup) = (rx.setup(), tx.setup());
@@ -321,6 +330,7 @@ pub fn run(scenario: &Scenario) -> Outcome {
         (REPORT_EVERY, PROBES_EVERY, scenario.control_rtt_every, 0.0);
     let mut peaks = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let mut rcvbuf_time = 0.0;
+    let mut sndbuf_time = 0.0;
     let mut received = Vec::new();
     let mut trace = Vec::new();
     let ticks = (scenario.seconds / TICK).round() as u64;
@@ -336,6 +346,7 @@ pub fn run(scenario: &Scenario) -> Outcome {
         peaks.1 = peaks.1.max(flow.sndbuf);
         peaks.2 = peaks.2.max(flow.advertised());
         rcvbuf_time += flow.rcvbuf * TICK;
+        sndbuf_time += flow.sndbuf * TICK;
         let mut events: Vec<(Role, Event)> = Vec::new();
         while pending.front().is_some_and(|p| p.at <= now) {
             if let Some(p) = pending.pop_front() {
@@ -442,6 +453,7 @@ pub fn run(scenario: &Scenario) -> Outcome {
         peak_rcvbuf: peaks.0,
         mean_rcvbuf: rcvbuf_time / scenario.seconds,
         peak_sndbuf: peaks.1,
+        mean_sndbuf: sndbuf_time / scenario.seconds,
         peak_window: peaks.2,
         log,
         received,

@@ -16,7 +16,9 @@
 //! as Linux does. Buffers follow Linux: requests doubled and capped at
 //! `rmem_max`/`wmem_max`; untouched ones autotuned (a simplified
 //! `tcp_rcv_space_adjust`, which also raises the clamp, and send buffers of
-//! two congestion windows up to `tcp_wmem[2]`). Unpaced, the sender sends
+//! two congestion windows of `tcp_sndbuf_expand`'s worst-case memory per
+//! segment up to `tcp_wmem[2]`, of which two congestion windows of payload
+//! are used). Unpaced, the sender sends
 //! all its window lets out in one tick (a line-rate burst); with a pacing
 //! ceiling (`SO_MAX_PACING_RATE`) it sends at most that rate's bytes per
 //! tick, as Linux's internal pacing does, with no credit for idle time.
@@ -32,6 +34,12 @@ const CUBIC_BETA: f64 = 0.7;
 const CUBIC_C: f64 = 0.4;
 /// Payload bytes of send buffer per byte of read-back (skb overhead).
 const SEND_TRUESIZE: f64 = 1.25;
+/// Send buffer the kernel's autotuning keeps per segment of congestion
+/// window: `tcp_sndbuf_expand` counts two windows of its worst case per
+/// segment, a 4 KiB power of two for a 1,448-byte segment and its headers
+/// plus the `sk_buff`, 4,352 bytes (the demo's `kernel` sender peaked at
+/// 16.16 MB on `lfn`, a congestion window of 1.1 x BDP).
+const KERNEL_SNDBUF_PER_SEGMENT: f64 = 2.0 * 4352.0;
 const INITIAL_CWND: f64 = 10.0 * MSS;
 const INITIAL_RCV_WINDOW: f64 = 65_535.0;
 /// Bytes per chunk of the fluid (four segments).
@@ -483,7 +491,7 @@ impl Flow {
         }
         if bytes > 0.0 {
             if self.sndbuf_req.is_none() {
-                self.sndbuf = (2.0 * self.cwnd * SEND_TRUESIZE)
+                self.sndbuf = (self.cwnd / MSS * KERNEL_SNDBUF_PER_SEGMENT)
                     .max(self.sndbuf)
                     .min(self.host.tcp_wmem[2]);
             }

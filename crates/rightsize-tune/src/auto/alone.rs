@@ -1,0 +1,556 @@
+//! `auto` on a sender whose peer is not rightsize (curl, lftp, ftplib or
+//! globus-url-copy fetching from `rightsize serve`): no peer reports, no
+//! packet trains, only this end's `TCP_INFO`. It sizes `SO_SNDBUF` from
+//! that alone, starting from the kernel's own send autotuning and bounding
+//! it by what the path carries.
+//!
+//! One number is steered: the allowance `A`, the payload the flow may have
+//! in flight. The request is [`WAKE`] x `A` over the payload per byte of
+//! read-back buffer (learnt from `tcpi_unacked` and `tcpi_notsent_bytes`
+//! against the read-back, at most 1), halved for Linux's doubling.
+//!
+//! What it guarantees:
+//!
+//! - It sets only `SO_SNDBUF` and, once the path's rate is found,
+//!   `SO_MAX_PACING_RATE`; nothing before the handshake.
+//! - While starting, `A` is one and a half congestion windows: the
+//!   kernel's own rule (`tcp_sndbuf_expand`) keeps two windows so that slow
+//!   start can double, but counts 4,352 bytes of memory per 1,448-byte
+//!   segment; this counts the payload per byte measured, and resizes four
+//!   times per RTT. The buffer holds [`WAKE`] x `A`: Linux wakes a writer
+//!   blocked on a full send buffer only once a third of it is free
+//!   (`sk_stream_write_space`).
+//! - Once the path shows its rate (the RTT inflates over min-RTT, or a
+//!   segment is retransmitted), `A` follows the congestion window (+1/8)
+//!   but stays within `gain` x the best delivery rate of the last
+//!   [`BW_WINDOW`] x min-RTT: more in flight only queues at the bottleneck.
+//! - Once per round (a min-RTT) the queue steers `gain`: x5/4 when the
+//!   buffer held the flow back (the congestion window had room, nothing
+//!   waited unsent, or `tcpi_sndbuf_limited` grew) and the queue emptied
+//!   (the least RTT of the round within 1/16 of min-RTT), so a buffer that
+//!   holds a flow back cannot stay small; x7/8 when a queue stood all round
+//!   (least RTT more than 1/4 above min-RTT), down to [`MIN_GAIN`], since
+//!   the read-back does not always bound what is in flight.
+//! - Once the best rate stops growing (by less than 1/8 in a round), the
+//!   kernel paces the flow at 1/16 above it, and the ceiling follows the
+//!   best rate up (a flow at the ceiling raises it) and down; it is never
+//!   below the best rate of the last [`BW_WINDOW`]. Paced, what the writer
+//!   adds after a wake-up leaves at about the path's rate, not as a
+//!   line-rate burst into the bottleneck queue.
+//! - It asks for no more than the kernel's own autotuning could reach
+//!   (`tcp_wmem[2]`), unless the buffer held the flow back there with the
+//!   queue empty; then up to `wmem_max`. It never asks for less than the
+//!   buffer of [`MIN_ALLOWANCE`].
+//!
+//! A full-rate flow needs about 1.5 x BDP of payload in its buffer; the
+//! kernel keeps about 6 x its congestion window. Measured on a 200 Mbit/s
+//! x 100 ms path (`bench/paths/lfn.toml`), curl fetching 256 MiB: 0.99 x
+//! the kernel's goodput with 0.28 x its peak send buffer, and nothing
+//! retransmitted (docs/benchmarks.md).
+
+use std::time::Duration;
+
+use crate::auto::INITIAL_WINDOW;
+use crate::meter::{
+    LINUX_BUFFER_DOUBLING, WindowedMax, bytes_capped, micros, scaled, show_bytes, show_ms,
+    show_rate,
+};
+use crate::tcpinfo::TcpInfoSample;
+use crate::units::Bytes;
+use crate::{
+    Action, Context, Decision, Event, Inputs, MIN_PLAUSIBLE_PACE_BPS, Sample, Settings, Setup,
+    Tuner,
+};
+
+/// The send buffer holds this many times the allowance: a blocked writer
+/// wakes when a third of the buffer is free, so two thirds of it must
+/// still cover what the flow may have in flight.
+const WAKE: f64 = 1.5;
+/// The least allowance, bytes of payload: the first window any TCP
+/// advertises.
+const MIN_ALLOWANCE: Bytes = INITIAL_WINDOW;
+/// While starting, the allowance is this many congestion windows. Slow
+/// start doubles the window per RTT, so by at most 2^(1/4) = 1.19 between
+/// two samples (four per RTT); this leaves room for a late one. (The
+/// kernel's `tcp_sndbuf_expand` keeps two windows, but of its worst-case
+/// memory per segment.)
+const START_CWNDS: f64 = 1.5;
+/// After the start, the allowance is this much above the congestion
+/// window, so that congestion avoidance's growth between two samples is
+/// never held back.
+const CWND_MARGIN: f64 = 1.0 / 8.0;
+/// The best delivery rate is taken over this long.
+const BW_WINDOW: Duration = Duration::from_secs(2);
+/// Payload per byte of send-buffer read-back before anything is learnt
+/// (the rest is `sk_buff` overhead; large segments, as TSO and GSO build
+/// them, carry little). The largest seen since is kept: a buffer the
+/// writer has not filled only reads lower.
+const DEFAULT_RATIO: f64 = 0.8;
+/// Ratios outside this range are not learnt. More than a byte of payload
+/// per byte of buffer does happen, but is no measure of the buffer's
+/// need: on Linux 6.18 with `sendfile`, a send buffer of 3.78 MB read back
+/// had 7.5 MB in flight (a congestion window's worth, at an RTT of 284 ms
+/// on a 200 Mbit/s path), and 2 to 4 times the buffer during a loss
+/// recovery after the buffer came down (measured). Learnt, such ratios
+/// shrank the buffer to 52 KB; the queue the RTT shows steers the
+/// buffer instead ([`STOOD`]).
+const MIN_RATIO: f64 = 0.5;
+const MAX_RATIO: f64 = 1.0;
+/// The buffer stopped the sender when `tcpi_sndbuf_limited` grew by this
+/// share of `tcpi_busy_time` since the previous sample ...
+const LIMITED_SHARE: f64 = 0.2;
+/// ... or, in a sample, when the congestion window had room beyond the
+/// bytes in flight (this share of them and [`ROOM_SEGMENTS`]) and next to
+/// nothing waited unsent (this share of the buffer's payload): all the
+/// buffer held was in flight, and the window could have taken more.
+/// (Linux 6.18 counted no `sndbuf_limited` time at all for a buffer that
+/// held a flow to 0.87 of a 200 Mbit/s path, measured.)
+const CWND_ROOM: f64 = 1.0 / 8.0;
+const ROOM_SEGMENTS: u64 = 4;
+const UNSENT_SHARE: f64 = 1.0 / 8.0;
+/// A round (one min-RTT) is buffer-limited when the buffer was the limit
+/// in this share of its samples.
+const LIMITED_SAMPLES: f64 = 0.5;
+/// Growth per round when the buffer held the flow back and the queue
+/// emptied: of `A` while starting, of `gain` after.
+const START_GROWTH: f64 = 2.0;
+const GROWTH: f64 = 5.0 / 4.0;
+/// Growth beyond rate x min-RTT stops here (a path 64 times faster than
+/// the best rate seen is a new path).
+const MAX_GAIN: f64 = 64.0;
+/// The RTT is inflated (a queue at the bottleneck) above min-RTT x (1 +
+/// this) + [`RTT_FLOOR`].
+const INFLATION: f64 = 1.0 / 8.0;
+/// The queue emptied during a round when the least smoothed RTT of the
+/// round was within this share of min-RTT (+ [`RTT_FLOOR`]) ...
+const EMPTIED: f64 = 1.0 / 16.0;
+/// ... and stood all round when it stayed above this share: more memory
+/// than the path needs, which comes down by [`SHRINK`] per round, down to
+/// [`MIN_GAIN`] x rate x min-RTT (the buffer does not always bound what is
+/// in flight, see [`MAX_RATIO`]).
+const STOOD: f64 = 1.0 / 4.0;
+const SHRINK: f64 = 7.0 / 8.0;
+const MIN_GAIN: f64 = 1.0 / 16.0;
+/// Slack for timer granularity on short paths.
+const RTT_FLOOR: Duration = Duration::from_micros(500);
+/// A new request is made when it moved by this share of the one in force.
+const HYSTERESIS: f64 = 1.0 / 16.0;
+/// Once the path shows its rate, the flow is paced (`SO_MAX_PACING_RATE`,
+/// which also turns on the kernel's own pacing) this much above the best
+/// delivery rate of the last [`BW_WINDOW`], so that what the writer adds
+/// after a wake-up leaves at about the path's rate, not as a line-rate
+/// burst into the bottleneck queue. A flow that reaches the ceiling
+/// raises the best rate, and so the ceiling. Measured on `lfn` (200 Mbit/s
+/// x 100 ms, queue 1 x BDP), curl fetching 256 MiB: unpaced, 153.6 Mbit/s
+/// and 812 segments retransmitted; paced, 164.2 Mbit/s and none.
+const PACE_GAIN: f64 = 1.0 / 16.0;
+/// Pacing starts once the best rate grew by less than this over a round
+/// (in slow start it doubles per round).
+const PLATEAU_GROWTH: f64 = 1.0 / 8.0;
+/// A flow delivering this share of the pacing ceiling is held by it.
+/// Above `1 / (1 + PACE_GAIN)`: a flow that delivers the best rate is not
+/// held by a ceiling 1/16 above it, and may be held by its buffer. (At
+/// 0.9, measured, a flow paced after a loss just above what its congestion
+/// window gave was never read as held by its buffer, and stayed at
+/// 70 Mbit/s of 200 for 20 s.)
+const PACED_SHARE: f64 = 0.97;
+/// The ceiling is set again when it would move up by this share, or down
+/// by four times it.
+const PACE_STEP: f64 = 1.0 / 32.0;
+/// Samples per min-RTT, and the bounds of the interval.
+const SAMPLES_PER_RTT: f64 = 4.0;
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+const MAX_INTERVAL: Duration = Duration::from_millis(250);
+const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What one round (a min-RTT) of samples showed.
+#[derive(Debug, Clone, Copy)]
+struct Round {
+    began: Duration,
+    samples: u32,
+    limited: u32,
+    /// The least smoothed RTT seen in it.
+    least_rtt: Option<Duration>,
+}
+
+impl Round {
+    fn new(began: Duration) -> Self {
+        Round {
+            began,
+            samples: 0,
+            limited: 0,
+            least_rtt: None,
+        }
+    }
+}
+
+/// `busy_time`, `sndbuf_limited` (microseconds) and bytes retransmitted
+/// at one sample.
+#[derive(Debug, Clone, Copy)]
+struct Counters {
+    busy_us: u64,
+    sndbuf_us: u64,
+    retrans: u64,
+}
+
+/// The sender alone.
+#[derive(Debug, Clone)]
+pub struct Alone {
+    ctx: Context,
+    /// The allowance `A`, payload bytes.
+    allowance: f64,
+    /// Payload per byte of read-back.
+    ratio: f64,
+    /// The `SO_SNDBUF` request in force.
+    request: Bytes,
+    /// Whether the path has shown its rate (a queue or a loss).
+    bounded: bool,
+    /// The bound's multiple of rate x min-RTT: up while the buffer holds
+    /// the flow back and the queue empties, down while a queue stands.
+    gain: f64,
+    /// The pacing ceiling in force, bytes per second.
+    pace: Option<f64>,
+    /// The best rate at the end of the previous round, and whether it
+    /// stopped growing (the flow found the path's rate: pacing starts).
+    round_bw: Option<f64>,
+    plateau: bool,
+    /// Whether the request may go beyond `tcp_wmem[2]`.
+    beyond: bool,
+    /// When the request last went down: what was queued before may
+    /// exceed the new buffer for a while, and shows no ratio.
+    shrunk_at: Option<Duration>,
+    btl_bw: WindowedMax,
+    min_rtt: Option<Duration>,
+    counters: Option<Counters>,
+    last_sample: Option<Duration>,
+    round: Round,
+}
+
+impl Alone {
+    /// The sender `ctx` describes.
+    pub fn new(ctx: Context) -> Self {
+        let mut alone = Alone {
+            ctx,
+            allowance: 2.0 * MIN_ALLOWANCE.get() as f64,
+            ratio: DEFAULT_RATIO,
+            request: Bytes(0),
+            bounded: false,
+            gain: 1.0,
+            pace: None,
+            round_bw: None,
+            plateau: false,
+            beyond: false,
+            shrunk_at: None,
+            btl_bw: WindowedMax::new(BW_WINDOW),
+            min_rtt: None,
+            counters: None,
+            last_sample: None,
+            round: Round::new(Duration::ZERO),
+        };
+        alone.request = alone.request_for(alone.allowance);
+        alone
+    }
+
+    /// The `SO_SNDBUF` request that holds [`WAKE`] x `allowance` of
+    /// payload, within the limits.
+    fn request_for(&self, allowance: f64) -> Bytes {
+        let l = self.ctx.limits;
+        let cap = if self.beyond {
+            l.wmem_max
+        } else {
+            Bytes(l.tcp_wmem_max.get() / LINUX_BUFFER_DOUBLING).min(l.wmem_max)
+        };
+        let allowance = allowance.max(MIN_ALLOWANCE.get() as f64);
+        bytes_capped(self.plain_request(allowance), cap)
+    }
+
+    fn plain_request(&self, allowance: f64) -> f64 {
+        allowance * WAKE / (LINUX_BUFFER_DOUBLING as f64 * self.ratio)
+    }
+
+    fn state_name(&self) -> &'static str {
+        if self.bounded { "alone" } else { "alone-start" }
+    }
+
+    fn interval(&self) -> Duration {
+        self.min_rtt.map_or(DEFAULT_INTERVAL, |rtt| {
+            scaled(rtt, 1.0 / SAMPLES_PER_RTT).clamp(MIN_INTERVAL, MAX_INTERVAL)
+        })
+    }
+
+    /// Learns the payload per byte of buffer from what is queued now.
+    fn learn_ratio(&mut self, info: &TcpInfoSample, readback: u64) -> Option<String> {
+        if readback == 0 {
+            return None;
+        }
+        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
+        let queued = inflight.saturating_add(u64::from(info.notsent_bytes.unwrap_or(0)));
+        let seen = (queued as f64 / readback as f64).min(MAX_RATIO);
+        if seen <= self.ratio || seen < MIN_RATIO {
+            return None;
+        }
+        self.ratio = seen;
+        Some(format!(
+            "{} queued in a send buffer of {}: {seen:.3} payload per byte",
+            show_bytes(Bytes(queued)),
+            show_bytes(Bytes(readback))
+        ))
+    }
+
+    fn on_sample(&mut self, sample: &Sample) -> Decision {
+        if self.last_sample.is_some_and(|last| sample.at < last) {
+            return Decision::note(
+                self.state_name(),
+                "sample ignored: it is older than the last",
+            );
+        }
+        self.last_sample = Some(sample.at);
+        let Some(info) = sample.tcp_info.as_ref() else {
+            return Decision::none();
+        };
+        let at = sample.at;
+        if let Some(m) = info.min_rtt_us.and_then(micros).or(micros(info.rtt_us)) {
+            self.min_rtt = Some(self.min_rtt.map_or(m, |old| old.min(m)));
+        }
+        if let Some(bps) = info.delivery_rate_bps.filter(|&r| r > 0) {
+            self.btl_bw.update(at, bps as f64 / 8.0);
+        }
+        self.btl_bw.expire(at);
+        let mut notes = Vec::new();
+        let settled = self
+            .shrunk_at
+            .zip(self.min_rtt)
+            .is_none_or(|(shrunk, rtt)| at.saturating_sub(shrunk) >= rtt.saturating_mul(2));
+        if let Some(learnt) = sample
+            .buffers
+            .filter(|_| settled)
+            .and_then(|b| self.learn_ratio(info, b.sndbuf_bytes))
+        {
+            notes.push(learnt);
+        }
+        let counters = Counters {
+            busy_us: info.busy_time_us.unwrap_or(0),
+            sndbuf_us: info.sndbuf_limited_us.unwrap_or(0),
+            retrans: info
+                .bytes_retrans
+                .unwrap_or(u64::from(info.total_retrans_segs)),
+        };
+        let before = self.counters.replace(counters);
+        let (limited, loss) = before.map_or((false, false), |b| {
+            let busy = counters.busy_us.saturating_sub(b.busy_us);
+            let stopped = counters.sndbuf_us.saturating_sub(b.sndbuf_us);
+            (
+                busy > 0 && stopped as f64 >= LIMITED_SHARE * busy as f64,
+                counters.retrans > b.retrans,
+            )
+        });
+        let (Some(min_rtt), Some(rtt)) = (self.min_rtt, micros(info.rtt_us)) else {
+            return self.apply(at, notes);
+        };
+        let above = |share: f64, rtt: Duration| {
+            rtt.as_secs_f64() > min_rtt.as_secs_f64() * (1.0 + share) + RTT_FLOOR.as_secs_f64()
+        };
+        let queue = above(INFLATION, rtt);
+        if (queue || loss) && !self.bounded {
+            self.bounded = true;
+            notes.push(format!(
+                "the path shows its rate ({}): in flight bounded by rate x min-RTT",
+                if loss { "a loss" } else { "the RTT inflated" }
+            ));
+        }
+        let cwnd = info.snd_cwnd_bytes() as f64;
+        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
+        let mss = u64::from(info.snd_mss_bytes.max(1));
+        let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
+        let payload = self.request.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio;
+        let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;
+        // A flow the pacing ceiling holds is not held by the buffer.
+        let rate = info.delivery_rate_bps.map_or(0.0, |bps| bps as f64 / 8.0);
+        let paced = self
+            .pace
+            .is_some_and(|ceiling| rate >= PACED_SHARE * ceiling);
+        let round = &mut self.round;
+        round.samples += 1;
+        if limited || (room && !paced && unsent <= UNSENT_SHARE * payload) {
+            round.limited += 1;
+        }
+        round.least_rtt = Some(round.least_rtt.map_or(rtt, |least| least.min(rtt)));
+        // Once per round: grow when the buffer held the flow back and the
+        // queue emptied (the bottleneck idled); come down when a queue
+        // stood all round.
+        let mut grow = false;
+        if at.saturating_sub(round.began) >= min_rtt {
+            let least = round.least_rtt.unwrap_or(rtt);
+            let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
+            grow = held && !above(EMPTIED, least);
+            if self.bounded && !grow && above(STOOD, least) && self.gain > MIN_GAIN {
+                self.gain = (self.gain * SHRINK).max(MIN_GAIN);
+                notes.push(format!(
+                    "a queue stood all round (least RTT {}): x{SHRINK} beyond rate x min-RTT",
+                    show_ms(least)
+                ));
+            }
+            let bw = self.btl_bw.get();
+            if self.bounded && !self.plateau {
+                self.plateau = bw
+                    .zip(self.round_bw)
+                    .is_some_and(|(now, before)| now < before * (1.0 + PLATEAU_GROWTH));
+            }
+            self.round_bw = bw;
+            self.round = Round::new(at);
+        }
+        let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
+        let at_cap = self.request >= self.request_for(f64::MAX);
+        if grow && at_cap && !self.beyond {
+            self.beyond = true;
+            notes.push(format!(
+                "the send buffer limits at tcp_wmem[2] ({}) with no queue: up to wmem_max",
+                show_bytes(self.ctx.limits.tcp_wmem_max)
+            ));
+        }
+        let wanted = if self.bounded {
+            if grow {
+                self.gain = (self.gain * GROWTH).min(MAX_GAIN);
+            }
+            // Without a delivery rate yet, the congestion window alone.
+            let bound = if bdp > 0.0 {
+                (bdp * self.gain).max(MIN_ALLOWANCE.get() as f64)
+            } else {
+                f64::INFINITY
+            };
+            let follow = cwnd * (1.0 + CWND_MARGIN);
+            if grow {
+                notes.push(format!(
+                    "the send buffer held the flow back and the queue emptied: x{GROWTH} beyond rate {} x min-RTT {}",
+                    show_rate(self.btl_bw.get().unwrap_or(0.0)),
+                    show_ms(min_rtt)
+                ));
+            }
+            follow.min(bound)
+        } else {
+            let mut wanted = (START_CWNDS * cwnd).max(self.allowance);
+            if grow {
+                wanted = wanted.max(self.allowance * START_GROWTH);
+                notes.push(format!(
+                    "the send buffer held the flow back and the queue emptied: x{START_GROWTH}"
+                ));
+            }
+            wanted
+        };
+        // No more payload than the largest buffer holds.
+        let most = self
+            .ctx
+            .limits
+            .wmem_max
+            .get()
+            .saturating_mul(LINUX_BUFFER_DOUBLING) as f64;
+        self.allowance = wanted.min(most).max(MIN_ALLOWANCE.get() as f64);
+        let mut decision = self.apply(at, notes);
+        decision.and(self.pace());
+        decision
+    }
+
+    /// Sets the pacing ceiling [`PACE_GAIN`] above the best delivery rate,
+    /// once the path has shown it.
+    fn pace(&mut self) -> Decision {
+        let Some(best) = self.btl_bw.get().filter(|&b| self.plateau && b > 0.0) else {
+            return Decision::none();
+        };
+        // Never below a slow modem's rate: a ceiling of nothing stops the flow.
+        let floor = (MIN_PLAUSIBLE_PACE_BPS / 8) as f64;
+        let ceiling = (best * (1.0 + PACE_GAIN)).max(floor);
+        let moved = self.pace.is_none_or(|p| {
+            ceiling > p * (1.0 + PACE_STEP) || ceiling < p * (1.0 - 4.0 * PACE_STEP)
+        });
+        if !moved {
+            return Decision::none();
+        }
+        self.pace = Some(ceiling);
+        let bytes = bytes_capped(ceiling, Bytes(u64::MAX - 1));
+        Decision::act(
+            self.state_name(),
+            vec![Action::SetMaxPacingRate(bytes)],
+            bytes,
+            format!(
+                "paced at {}, 1/{:.0} above the best delivery rate",
+                show_rate(ceiling),
+                1.0 / PACE_GAIN
+            ),
+        )
+    }
+
+    /// Makes the request for the allowance, if it moved enough.
+    fn apply(&mut self, at: Duration, notes: Vec<String>) -> Decision {
+        let request = self.request_for(self.allowance);
+        let (new, old) = (request.get() as f64, self.request.get() as f64);
+        let moved = if new > old {
+            new > old * (1.0 + HYSTERESIS)
+        } else {
+            new < old * (1.0 - HYSTERESIS)
+        };
+        if !moved {
+            return if notes.is_empty() {
+                Decision::none()
+            } else {
+                Decision::note(self.state_name(), notes.join("; "))
+            };
+        }
+        if new < old {
+            self.shrunk_at = Some(at);
+        }
+        self.request = request;
+        let mut reason = notes;
+        reason.push(format!(
+            "in flight up to {}: send buffer {}",
+            show_bytes(Bytes(self.allowance as u64)),
+            show_bytes(request)
+        ));
+        Decision::act(
+            self.state_name(),
+            vec![Action::SetSndBuf(request)],
+            request,
+            reason.join("; "),
+        )
+    }
+}
+
+impl Tuner for Alone {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn state(&self) -> &'static str {
+        self.state_name()
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            pre_handshake: Settings::default(),
+            after_connect: Settings {
+                sndbuf: Some(self.request),
+                ..Settings::default()
+            },
+        }
+    }
+
+    fn inputs(&self) -> Inputs {
+        Inputs::default()
+    }
+
+    fn on_event(&mut self, event: &Event) -> Decision {
+        match event {
+            Event::Sample(sample) => self.on_sample(sample),
+            _ => Decision::none(),
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        Some(
+            self.last_sample
+                .map_or(Duration::ZERO, |at| at.saturating_add(self.interval())),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
