@@ -44,8 +44,8 @@
 //!
 //! A full-rate flow needs about 1.5 x BDP of payload in its buffer; the
 //! kernel keeps about 6 x its congestion window. Measured on a 200 Mbit/s
-//! x 100 ms path (`bench/paths/lfn.toml`), curl fetching 256 MiB: 0.99 x
-//! the kernel's goodput with 0.28 x its peak send buffer, and nothing
+//! x 100 ms path (`bench/paths/lfn.toml`), curl fetching 256 MiB: 0.997 x
+//! the kernel's goodput with 0.31 x its peak send buffer, and nothing
 //! retransmitted (docs/benchmarks.md).
 
 use std::time::Duration;
