@@ -416,15 +416,16 @@ pub fn unix_seconds() -> u64 {
 /// `auto rep 1/3: 185.2 Mbit/s, rcvbuf peak 4.21 MB mean 3.10 MB, sndbuf
 /// peak 5.00 MB, retrans 0 B (0 segs), 512 MiB in 23.1 s (run 28.4 s), valid`.
 pub fn run_line(r: &RunRecord, reps: usize) -> String {
-    let mb =
-        |b: Option<u64>| b.map_or_else(|| "-".to_owned(), |b| format!("{:.2}", b as f64 / 1e6));
+    let mb = |b: Option<u64>| {
+        b.map_or_else(|| "n/a".to_owned(), |b| format!("{:.2} MB", b as f64 / 1e6))
+    };
     let verdict = match (&r.error, r.valid) {
         (Some(e), _) => format!("FAILED: {e}"),
         (None, true) => "valid".to_owned(),
         (None, false) => format!("INVALID (fidelity: {})", r.failed_checks.join(", ")),
     };
     format!(
-        "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} MB mean {} MB, sndbuf peak {} MB, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
+        "{:<13} rep {}/{reps}: {} Mbit/s, rcvbuf peak {} mean {}, sndbuf peak {}, retrans {} B ({} segs), {} in {} s (run {:.1} s), {verdict}",
         r.tuner,
         r.rep,
         r.measured
