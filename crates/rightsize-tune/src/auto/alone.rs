@@ -426,7 +426,11 @@ impl Alone {
                     show_ms(min_rtt)
                 ));
             }
-            follow.min(bound)
+            // A buffer that holds the flow back keeps the congestion
+            // window from growing (Linux grows it only while it limits), so
+            // following the window alone would hold the flow there for good.
+            let held = if grow { self.allowance * GROWTH } else { 0.0 };
+            follow.max(held).min(bound)
         } else {
             let mut wanted = (START_CWNDS * cwnd).max(self.allowance);
             if grow {

@@ -379,3 +379,42 @@ fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standin
     assert_eq!(sndbufs(&d), vec![1_025_391]);
     assert!(d.record.unwrap().reason.contains("a queue stood all round"));
 }
+
+#[test]
+fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_too() {
+    // Linux grows the congestion window only while it limits: behind a
+    // buffer that holds the flow back it stays, so following it alone
+    // would keep the flow at 25 Mbit/s on a 100 Mbit/s path for good.
+    let mut auto = alone();
+    let at = |at_ms: u64, rtt_ms: u32, sndbuf_ms: u64| S {
+        at_ms,
+        cwnd: 100,
+        unacked: 100,
+        rtt_ms,
+        busy_ms: at_ms,
+        sndbuf_ms,
+        rate_mbps: 10,
+        sndbuf: 300_000,
+    };
+    auto.on_event(&at(0, 100, 0).event());
+    // A loss-free RTT inflation bounds it (10 Mbit/s x 100 ms = 125 kB).
+    let first = sndbufs(&auto.on_event(&at(100, 150, 0).event()));
+    assert_eq!(first.len(), 1, "{first:?}");
+    let mut last = first[0];
+    // Rounds in which the buffer held the flow back (sndbuf_limited grew)
+    // and the queue emptied: the request grows each round.
+    for round in 1..=3u64 {
+        let t = 100 + round * 100;
+        auto.on_event(&at(t - 50, 100, round * 50).event());
+        let d = auto.on_event(&at(t, 101, round * 50 + 40).event());
+        let now = sndbufs(&d);
+        assert_eq!(now.len(), 1, "round {round}: {d:?}");
+        assert!(
+            now[0] > last,
+            "round {round}: {} after {last}: {:?}",
+            now[0],
+            d.record
+        );
+        last = now[0];
+    }
+}
