@@ -18,10 +18,10 @@
 //! DIR/scenarios/NAME.toml            a copy of each scenario that ran, as run
 //! DIR/runs.jsonl                     one line per finished run (run::record::RunRecord,
 //!                                    with `scenario`, `variant`, `ceiling_bps`)
-//! DIR/NAME/VARIANT/TUNER-SIZE-repN/  a run: spec.toml, path.json (path run --results),
+//! DIR/NAME/VARIANT/TUNER-SIZE-repN/  a run: spec.toml, path.json (as path run --results),
 //!                                    client.json (get --json), client.jsonl (the
 //!                                    receiver's telemetry), *-retr.jsonl (the sender's
-//!                                    telemetry), server.log, path.log
+//!                                    telemetry), right.log (the server's output), path.log
 //! DIR/report/                        index.html, summary.md, NAME-PLOT.svg and .png;
 //!                                    screenshot.png (`lab report --screenshot`)
 //! ```
