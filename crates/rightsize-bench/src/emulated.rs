@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rightsize_path::{RateSpec, Side};
+use rightsize_tune::TunerSpec;
 use rightsize_tune::units::{Bytes, human_duration};
 
 use rightsize_lab::run::budget::{self, Basis, RunSize};
 use rightsize_lab::run::paths::LoadedPath;
 use rightsize_lab::run::peer::Peer;
 use rightsize_lab::run::record::{self, RunRecord};
-use rightsize_lab::run::runner::{self, append_line, unix_seconds};
+use rightsize_lab::run::runner::{self, append_line, dir_name, run_line, unix_seconds};
 
 /// One invocation of a benchmark: where its runs go and what each run's
 /// record says of it.
@@ -33,6 +34,27 @@ pub struct Bench {
     pub argv: Vec<String>,
     /// The kernel release.
     pub kernel: String,
+}
+
+/// One cell of a benchmark: see [`Bench::cell`].
+#[derive(Debug, Clone, Copy)]
+pub struct Cell<'a> {
+    /// The path.
+    pub path: &'a LoadedPath,
+    /// The programs at the two ends; see [`Run::peer`].
+    pub peer: Option<Peer>,
+    /// The tuners, in the order they alternate.
+    pub tuners: &'a [TunerSpec],
+    /// Repetitions of each.
+    pub reps: usize,
+    /// The size asked for on the command line.
+    pub asked: Bytes,
+    /// What a slow tuner's run may last.
+    pub budget: Duration,
+    /// The directory the cell's runs go in, one `TUNER-repN` each.
+    pub dir: &'a Path,
+    /// The indent of its lines.
+    pub indent: &'a str,
 }
 
 /// One run to make.
@@ -131,6 +153,47 @@ impl Bench {
         );
         append_line(&self.runs_file, &serde_json::to_string(&record)?)?;
         Ok(record)
+    }
+
+    /// One cell: every tuner on `cell.path` (with `cell.peer`),
+    /// `cell.reps` times, the tuners alternating within each repetition.
+    /// A tuner expected to be slow, or measured slow in its first
+    /// repetition, moves what lasts `cell.budget` (said once). Prints a
+    /// line per run at `cell.indent`; returns how many runs failed.
+    pub fn cell(&self, cell: &Cell) -> anyhow::Result<usize> {
+        let indent = cell.indent;
+        let mut failed = 0usize;
+        let mut first_rep: Vec<Option<f64>> = vec![None; cell.tuners.len()];
+        for rep in 1..=cell.reps {
+            for (i, spec) in cell.tuners.iter().enumerate() {
+                let tuner = spec.to_string();
+                let expected = budget::expected_rate_bps(spec, &cell.path.spec);
+                let size = budget::run_size(cell.asked, expected, first_rep[i], cell.budget);
+                if let Some(basis) = size.shortened
+                    && (rep == 1 || matches!(basis, Basis::Measured(_)))
+                {
+                    let note = shortened_note(&tuner, size, basis, cell.asked, cell.budget);
+                    println!("{indent}{note}");
+                }
+                let dir = cell.dir.join(format!("{}-rep{rep}", dir_name(&tuner)));
+                let record = self.run(Run {
+                    path: cell.path,
+                    peer: cell.peer,
+                    tuner: &tuner,
+                    rep,
+                    size,
+                    asked: cell.asked,
+                    dir: &dir,
+                })?;
+                println!("{indent}{}", run_line(&record, cell.reps));
+                if record.error.is_some() {
+                    failed += 1;
+                } else if rep == 1 {
+                    first_rep[i] = record.measured.goodput_bps;
+                }
+            }
+        }
+        Ok(failed)
     }
 
     /// The runs of this invocation, read back from `runs.jsonl`: the report

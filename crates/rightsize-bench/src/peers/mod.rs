@@ -17,9 +17,8 @@ mod tests;
 use rightsize_lab::run::budget;
 use rightsize_lab::run::paths::{self, LoadedPath};
 use rightsize_lab::run::peer::Peer;
-use rightsize_lab::run::runner::{dir_name, run_line};
 
-use crate::emulated::{self, Bench, Run};
+use crate::emulated::{self, Bench, Cell};
 use crate::goals;
 
 pub const USAGE: &str = "\
@@ -78,41 +77,16 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         }
         for &peer in &o.peers {
             println!("  peer {peer}: {}", who_tunes(peer));
-            let mut first_rep: Vec<Option<f64>> = vec![None; tuners.len()];
-            for rep in 1..=o.reps {
-                for (i, (tuner, spec)) in tuners.iter().zip(&o.tuners).enumerate() {
-                    let expected = budget::expected_rate_bps(spec, &path.spec);
-                    let size = budget::run_size(o.size, expected, first_rep[i], budget);
-                    if let Some(basis) = size.shortened
-                        && (rep == 1 || matches!(basis, budget::Basis::Measured(_)))
-                    {
-                        println!(
-                            "    {}",
-                            emulated::shortened_note(tuner, size, basis, o.size, budget)
-                        );
-                    }
-                    let dir = bench
-                        .out
-                        .join(&path.name)
-                        .join(peer.name())
-                        .join(format!("{}-rep{rep}", dir_name(tuner)));
-                    let record = bench.run(Run {
-                        path,
-                        peer: Some(peer),
-                        tuner,
-                        rep,
-                        size,
-                        asked: o.size,
-                        dir: &dir,
-                    })?;
-                    println!("    {}", run_line(&record, o.reps));
-                    if record.error.is_some() {
-                        failed += 1;
-                    } else if rep == 1 {
-                        first_rep[i] = record.measured.goodput_bps;
-                    }
-                }
-            }
+            failed += bench.cell(&Cell {
+                path,
+                peer: Some(peer),
+                tuners: &o.tuners,
+                reps: o.reps,
+                asked: o.size,
+                budget,
+                dir: &bench.out.join(&path.name).join(peer.name()),
+                indent: "    ",
+            })?;
         }
     }
 

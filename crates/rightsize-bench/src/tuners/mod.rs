@@ -38,11 +38,10 @@ pub mod report;
 #[cfg(test)]
 mod tests;
 
-use rightsize_lab::run::budget::{self, Basis};
+use rightsize_lab::run::budget;
 use rightsize_lab::run::paths::{self, LoadedPath};
-use rightsize_lab::run::runner::{dir_name, run_line};
 
-use crate::emulated::{self, Bench, Run};
+use crate::emulated::{self, Bench, Cell};
 use crate::goals;
 
 pub const USAGE: &str = "\
@@ -91,40 +90,16 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         for line in path.spec.describe() {
             println!("  {line}");
         }
-        let mut first_rep: Vec<Option<f64>> = vec![None; tuners.len()];
-        for rep in 1..=o.reps {
-            for (i, (tuner, spec)) in tuners.iter().zip(&o.tuners).enumerate() {
-                let expected = budget::expected_rate_bps(spec, &path.spec);
-                let size = budget::run_size(o.size, expected, first_rep[i], budget);
-                if let Some(basis) = size.shortened
-                    && (rep == 1 || matches!(basis, Basis::Measured(_)))
-                {
-                    println!(
-                        "  {}",
-                        emulated::shortened_note(tuner, size, basis, o.size, budget)
-                    );
-                }
-                let dir = bench
-                    .out
-                    .join(&path.name)
-                    .join(format!("{}-rep{rep}", dir_name(tuner)));
-                let record = bench.run(Run {
-                    path,
-                    peer: None,
-                    tuner,
-                    rep,
-                    size,
-                    asked: o.size,
-                    dir: &dir,
-                })?;
-                println!("  {}", run_line(&record, o.reps));
-                if record.error.is_some() {
-                    failed += 1;
-                } else if rep == 1 {
-                    first_rep[i] = record.measured.goodput_bps;
-                }
-            }
-        }
+        failed += bench.cell(&Cell {
+            path,
+            peer: None,
+            tuners: &o.tuners,
+            reps: o.reps,
+            asked: o.size,
+            budget,
+            dir: &bench.out.join(&path.name),
+            indent: "  ",
+        })?;
     }
 
     let runs = bench.runs()?;
