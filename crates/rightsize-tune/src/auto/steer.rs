@@ -130,6 +130,9 @@ impl Auto {
                 let saturated = r.limited && r.rate * r.rt_prop.as_secs_f64() < SATURATED * then;
                 let saturated_twice = saturated && self.saturated_once;
                 self.saturated_once = saturated;
+                if let (true, Ramp::Times(factor)) = (self.alone, ramp) {
+                    return self.first_ramp_alone(r, factor);
+                }
                 let burst = ceiling.is_some_and(|c| self.window < RAMP_PAUSE_BELOW * c);
                 if r.inflated && burst {
                     self.last_growth = r.at;
@@ -156,12 +159,33 @@ impl Auto {
                 // dropping bursts at its input.
                 let probe_queued =
                     matches!(ramp, Ramp::Probe(_)) && beyond && r.limited && !r.empty;
+                // Alone, a rate that stops following the window with no
+                // queue is the sender's own limit (a congestion window
+                // growing back after a loss): a window cut to it holds
+                // that window where it is, as Linux grows a congestion
+                // window only while it is what limits the sender (a
+                // receiver alone cut its window to 0.54 MB this way, again
+                // and again, and made 47 Mbit/s on a 193 Mbit/s path from
+                // vsftpd, measured). The probe ends; the window stays.
+                if self.alone && ceiling.is_none() && saturated_twice && !r.inflated {
+                    self.state = State::Cruise;
+                    return Decision::note(
+                        self.state.name(),
+                        format!(
+                            "the rate stopped following the window with no queue: the sender's \
+                             own limit, the window stays; {}",
+                            r.numbers
+                        ),
+                    );
+                }
                 if (r.inflated && self.bound)
                     || (ceiling.is_none() && saturated_twice)
                     || probe_queued
                 {
                     self.state = State::Cruise;
-                    let mut target = self.target(r.rate.max(r.bw), r.rt_prop);
+                    self.found |= r.inflated;
+                    let rate = r.rate.max(r.bw).max(self.queued_rate(r));
+                    let mut target = self.target(rate, r.rt_prop);
                     // A probe from below stops just past the trains'
                     // capacity, and the rate still lags its window by an
                     // RTT or more: sized from that rate, the window fell
@@ -227,6 +251,7 @@ impl Auto {
                 // RTTs after a loss, measured on the shallow path).
                 let recovering = self.loss_within(r, RECOVERY_RTTS);
                 if r.inflated && r.limited && !recovering {
+                    self.found = true;
                     self.state = State::Drain(DrainCheck {
                         began: r.at,
                         until: r.at.saturating_add(scaled(r.rtt, DRAIN_RTTS)),
@@ -236,7 +261,18 @@ impl Auto {
                         min_rtt: r.rtt,
                         rounds: 1,
                     });
-                    let window = self.target(r.rate, r.rt_prop).min(self.window);
+                    // Alone, the rate is a goodput over two RTTs that
+                    // dips as the window moves: sized from it, the window
+                    // fell below the BDP after each probe (2.39 MB for
+                    // 2.41, and 180 Mbit/s on a 193 Mbit/s path, measured
+                    // from vsftpd). The bottleneck's best rate of the last
+                    // seconds holds; a slower path shows in the drain.
+                    let rate = if self.alone {
+                        r.bw.max(self.queued_rate(r))
+                    } else {
+                        r.rate
+                    };
+                    let window = self.target(rate, r.rt_prop).min(self.window);
                     return self.retarget(
                         r.at,
                         window,
@@ -397,6 +433,21 @@ impl Auto {
         }
     }
 
+    /// Alone, with a queue: the bottleneck's rate from the window, bytes
+    /// per second. A flow held back by its window with a queue standing
+    /// behind it has the window of one RTT ago in flight, and that takes
+    /// the current RTT to deliver, whatever the goodput lags: ramping x2
+    /// per RTT, the goodput over two RTTs read 63 Mbit/s when the RTT first
+    /// inflated on a 193 Mbit/s path, and a window sized from it was a
+    /// third of the BDP (measured from vsftpd). 0 when there is no queue or
+    /// the sender's own `TCP_INFO` is known.
+    fn queued_rate(&self, r: &Reading) -> f64 {
+        if !self.alone || !r.inflated {
+            return 0.0;
+        }
+        self.window_at(r.at.saturating_sub(r.rtt)) / r.rtt.as_secs_f64()
+    }
+
     /// Whether the window is at or beyond the trains' capacity x min-RTT.
     fn beyond_capacity(&self, r: &Reading) -> bool {
         self.capacity
@@ -425,6 +476,16 @@ impl Auto {
         if same_event {
             return Decision::none();
         }
+        if let (
+            true,
+            State::Startup {
+                ramp: Ramp::Times(_),
+                ..
+            },
+        ) = (self.alone, self.state)
+        {
+            return self.first_ramp_loss_alone(r);
+        }
         if r.inflated && !r.limited && matches!(self.state, State::Cruise) {
             return Decision::note(
                 self.state.name(),
@@ -436,6 +497,7 @@ impl Auto {
         }
         if r.inflated {
             self.state = State::Cruise;
+            self.found = true;
             self.obs.reset_btl_bw(r.at, r.rate);
             let window = self.target(r.rate, r.rt_prop).min(self.window);
             return self.retarget(
@@ -472,6 +534,7 @@ impl Auto {
         }
         if self.window > target * (1.0 + OVERSHOOT) {
             self.state = State::Cruise;
+            self.found = true;
             return self.retarget(
                 r.at,
                 target,
@@ -480,8 +543,14 @@ impl Auto {
         }
         let standing = r.rtt.as_secs_f64() / r.rt_prop.as_secs_f64() - 1.0;
         let at_target = matches!(self.state, State::Cruise | State::Drain(_));
+        // Alone, a loss with no queue at all is the path's: with its
+        // window near the BDP a receiver alone cannot ride out a recovery
+        // (the sender may not send past the hole's window), so random
+        // losses must reach step-aside soon (from vsftpd under bbr with
+        // 0.01% loss, two such losses halved the headroom instead).
         if at_target
             && r.limited
+            && !(self.alone && r.no_queue)
             && standing < HELD_HEADROOM * self.headroom
             && self.headroom > MIN_HEADROOM
         {

@@ -41,6 +41,9 @@ pub struct Scenario {
     /// The receiver's tuner when it is not `spec` (`kernel`: a plain
     /// client such as curl, whose kernel autotunes).
     pub receiver: Option<TunerSpec>,
+    /// The sender's tuner when it is not `spec` (`kernel`: a plain server
+    /// such as vsftpd).
+    pub sender: Option<TunerSpec>,
     /// The sender reports its `TCP_INFO` and both ends take sizes (a
     /// rightsize peer).
     pub rightsize_peer: bool,
@@ -75,6 +78,7 @@ impl Scenario {
             seconds: 20.0,
             spec: spec.parse().unwrap_or_default(),
             receiver: None,
+            sender: None,
             rightsize_peer: true,
             sizes: true,
             trains: Some(1.0),
@@ -270,7 +274,11 @@ pub fn run(scenario: &Scenario) -> Outcome {
         .as_ref()
         .unwrap_or(&scenario.spec)
         .build(ctx(Role::Receiver));
-    let mut tx = scenario.spec.build(ctx(Role::Sender));
+    let mut tx = scenario
+        .sender
+        .as_ref()
+        .unwrap_or(&scenario.spec)
+        .build(ctx(Role::Sender));
     let mut log = Vec::new();
     let (rx_setup, tx_setup) = (rx.setup(), tx.setup());
     let pre = |rx: &Setup, tx: &Setup| SocketSettings {

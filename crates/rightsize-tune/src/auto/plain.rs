@@ -1,0 +1,185 @@
+//! The first ramp of a receiver alone: its sender is not rightsize (vsftpd,
+//! pyftpdlib, globus-gridftp-server), so no reports, no packet trains and
+//! no pacing; its own `TCP_INFO` and goodput are all it has, and the
+//! window its only lever.
+//!
+//! - The window grows by up to x2 per RTT, as the sender's slow start
+//!   does, but to no more than [`ROUND_LEAD`] x what one round delivered:
+//!   the sender's slow start keeps its congestion window about twice what
+//!   it has in flight, so a window this close to the flight is what holds
+//!   the sender back, and each growth step lets out a small burst instead
+//!   of slow start's doubling bursts into the bottleneck queue. With the
+//!   window well ahead of the flight (x2 per RTT with no cap), vsftpd's
+//!   slow start overflowed a queue of a tenth of the BDP at 30 Mbit/s on a
+//!   193 Mbit/s path (measured).
+//! - A queue (the RTT up by [`QUEUED`]) once the window binds may be a
+//!   full path or the sender's bursts: the window is held, and if the
+//!   rate still grows after [`HOLD_RTTS`] RTTs the hold goes on (or, with
+//!   all of the window delivered and no queue, the ramp does); if it does
+//!   not, the bandwidth is found: the window becomes the rate x min-RTT
+//!   plus headroom.
+//! - A loss with a queue ends the ramp without a cut below [`LOSS_KEEP`] of the
+//!   window that was in flight: the sender has cut its own window
+//!   already, and a receiver window cut to a rate that lags by two RTTs
+//!   holds the sender's congestion window down (Linux grows it only while
+//!   it limits the sender).
+
+use super::steer::{Reading, State};
+use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RTT_FLOOR, Ramp};
+use crate::meter::show_rate;
+
+/// The first ramp stops to look at a queue of this share of min-RTT
+/// (plus the timer slack): a queue of a tenth of the BDP adds +10%, which
+/// the usual +1/8 never sees before it overflows.
+const QUEUED: f64 = 1.0 / 16.0;
+/// After a loss in the first ramp, the window keeps at least this share of
+/// the window one RTT before.
+const LOSS_KEEP: f64 = 0.7;
+
+impl Auto {
+    /// One sample of the first ramp of a receiver alone, growing by up to
+    /// `factor` per RTT.
+    pub(super) fn first_ramp_alone(&mut self, r: &Reading, factor: f64) -> Decision {
+        let base = r.rt_prop.as_secs_f64();
+        let queued = r.rtt.as_secs_f64() > base * (1.0 + QUEUED) + RTT_FLOOR.as_secs_f64();
+        if let Some((since, rate)) = self.hold {
+            self.last_growth = r.at;
+            if r.at < since.saturating_add(r.rtt * HOLD_RTTS) {
+                return Decision::none();
+            }
+            if r.rate >= rate * (1.0 + HOLD_GROWTH) {
+                // Still growing into the window: hold on. All of the
+                // window delivered with no queue: ramp on.
+                let delivered =
+                    r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom) * self.window;
+                let (hold, what) = if delivered && !queued {
+                    (None, "the window is all delivered: ramp on")
+                } else {
+                    (Some((r.at, r.rate)), "hold on")
+                };
+                self.hold = hold;
+                return Decision::note(
+                    self.state.name(),
+                    format!(
+                        "the rate grew from {} while held: {what}; {}",
+                        show_rate(rate),
+                        r.numbers
+                    ),
+                );
+            }
+            self.hold = None;
+            self.state = State::Cruise;
+            self.found = true;
+            let target = self.target(r.rate.max(r.bw), r.rt_prop);
+            return self.retarget(
+                r.at,
+                target.min(self.window),
+                format!(
+                    "the rate stopped growing while held: bandwidth found; {}",
+                    r.numbers
+                ),
+            );
+        }
+        if queued && self.bound {
+            self.hold = Some((r.at, r.rate));
+            self.last_growth = r.at;
+            return Decision::note(
+                self.state.name(),
+                format!(
+                    "a queue: hold the window, does the rate still grow?; {}",
+                    r.numbers
+                ),
+            );
+        }
+        let rtts = r.at.saturating_sub(self.last_growth).as_secs_f64() / r.rtt.as_secs_f64();
+        self.last_growth = r.at;
+        // From the first sample the sender fills, the window is what holds
+        // it back: from then on, a queue is the window's.
+        self.bound |= r.limited;
+        if !r.limited {
+            return Decision::none();
+        }
+        self.retarget(
+            r.at,
+            Ramp::Times(factor).grow(self.window, rtts),
+            format!("window-limited: ramp up; {}", r.numbers),
+        )
+    }
+
+    /// A loss in the first ramp of a receiver alone: the ramp ends, the
+    /// window no lower than [`LOSS_KEEP`] of the one in flight.
+    pub(super) fn first_ramp_loss_alone(&mut self, r: &Reading) -> Decision {
+        // With no queue at all the loss is the path's, not the window's
+        // (one in 10,000 packets lost at random ended the ramp at
+        // 53 Mbit/s of 193 behind a bbr sender, measured): ramp on.
+        if r.no_queue {
+            return Decision::note(
+                self.state.name(),
+                format!(
+                    "loss in the first ramp with no queue: the path's, ramp on; {}",
+                    r.numbers
+                ),
+            );
+        }
+        self.hold = None;
+        self.state = State::Cruise;
+        self.found |= r.inflated;
+        let in_flight = self.window_at(r.at.saturating_sub(r.rtt));
+        let window = self
+            .target(r.rate.max(r.bw), r.rt_prop)
+            .max(LOSS_KEEP * in_flight)
+            .min(self.window);
+        self.retarget(
+            r.at,
+            window,
+            format!(
+                "loss in the first ramp: the sender cut its window, the ramp ends; {}",
+                r.numbers
+            ),
+        )
+    }
+}
+
+/// Until a queue shows the path's capacity, a receiver alone leaves its
+/// sender this many times its flight.
+const ROOM: f64 = 2.0;
+
+impl Auto {
+    /// Alone, after the first ramp and until a queue shows the capacity:
+    /// the window stays [`ROOM`] x the flight, out of the sender's way.
+    /// A loss that no queue explains (the bursts of a sender's slow start
+    /// into a shallow queue, at a quarter of the BDP) leaves a loss-based
+    /// sender growing back slowly, and a window held at its flight stops
+    /// that growth (Linux grows a congestion window only while it limits
+    /// the sender): from vsftpd on 100 Mbit/s x 40 ms with a 50-packet
+    /// queue, windows cut to the flight after such losses kept the flow at
+    /// 30 to 60 Mbit/s for 25 s (measured). The kernel's own autotuning
+    /// keeps its window about twice the flight too.
+    pub(super) fn leave_room(&mut self, r: &Reading) -> Decision {
+        let first_ramp = matches!(
+            self.state,
+            State::Startup {
+                ramp: Ramp::Times(_),
+                ..
+            }
+        );
+        if !self.alone || self.found || first_ramp {
+            return Decision::none();
+        }
+        let room = ROOM * r.rate * r.rt_prop.as_secs_f64();
+        if room <= self.window * (1.0 + HYSTERESIS) {
+            return Decision::none();
+        }
+        self.retarget(
+            r.at,
+            room,
+            format!(
+                "no queue has shown the capacity yet: the window stays {ROOM} x the flight; {}",
+                r.numbers
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
