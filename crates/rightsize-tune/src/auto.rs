@@ -7,8 +7,11 @@
 //! Linux 6.18 replaces an application's clamp when it re-measures its
 //! payload-to-memory ratio). A sender whose peer is rightsize leaves the
 //! window to the receiver ([`follow`]); a sender whose peer is not sizes
-//! its send buffer from its own `TCP_INFO` ([`alone`]). The receiver reads the sender's
-//! `TCP_INFO` from the peer's reports ([`view`]): whether the
+//! its send buffer from its own `TCP_INFO` ([`alone`]); a receiver whose
+//! sender is not ([`plain`]) ramps at its sender's pace, holds at a queue,
+//! and leaves a loss-based sender room to grow until a queue shows the
+//! path's capacity, with memory for more than its window. The receiver
+//! reads the sender's `TCP_INFO` from the peer's reports ([`view`]): whether the
 //! window stopped it (`rwnd_limited` over `busy_time`), its delivery rate,
 //! RTT and retransmissions; without them, its own goodput, receive RTT and
 //! out-of-order arrivals.
@@ -367,7 +370,9 @@ impl Auto {
 
     /// Adds `TellPeer` when the peer has not heard of a similar window.
     fn tell_peer(&mut self, decision: &mut Decision) {
-        if self.ctx.role != Role::Receiver {
+        // A peer that is not rightsize takes no sizes: telling it would
+        // only count failed actions (25 to 29 a transfer from vsftpd).
+        if self.ctx.role != Role::Receiver || self.ctx.peer != Peer::Rightsize {
             return;
         }
         let w = self.applied;

@@ -89,6 +89,62 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// `spec` at the `tuned` end, the kernel's autotuning at the other (a
+    /// plain client such as curl, or a plain server such as vsftpd), and
+    /// nothing between them: no reports, no trains, no probes, no pacing
+    /// asked. Both hosts autotune up to 32 MiB, as on the benchmark paths
+    /// (`bench/paths/lfn.toml`).
+    pub fn against_plain(spec: &str, tuned: Role, path: Path) -> Self {
+        let mut s = Scenario::benchmark(spec, 1.0);
+        s.path = path;
+        s.host.tcp_wmem[2] = 33_554_432.0;
+        match tuned {
+            Role::Sender => s.receiver = Some(TunerSpec::Kernel),
+            Role::Receiver => s.sender = Some(TunerSpec::Kernel),
+        }
+        s.rightsize_peer = false;
+        s.sizes = false;
+        s.trains = None;
+        s.udp_probes = false;
+        s.pacing = false;
+        s
+    }
+}
+
+impl Path {
+    /// 200 Mbit/s x 100 ms with a queue of `queue_bdps` x BDP: the tuner
+    /// benchmark's `lfn` (1) and `shallow` (0.1).
+    pub fn benchmark(queue_bdps: f64) -> Self {
+        Scenario::benchmark("kernel", queue_bdps).path
+    }
+
+    /// The Windows note's slow, short path: 100 Mbit/s x 40 ms, a
+    /// 50-packet queue.
+    pub fn windows_note() -> Self {
+        Path {
+            rate_bps: 100e6,
+            base_rtt: 0.04,
+            queue_bytes: 50.0 * 1500.0,
+            loss: 0.0,
+        }
+    }
+}
+
+/// `auto` and `kernel` at the `tuned` end of `path`, against a plain
+/// program at the other ([`Scenario::against_plain`]).
+pub fn auto_and_kernel(tuned: Role, path: Path) -> (Outcome, Outcome) {
+    (
+        run(&Scenario::against_plain("auto", tuned, path)),
+        run(&Scenario::against_plain("kernel", tuned, path)),
+    )
+}
+
+/// Bytes per second in Mbit/s.
+pub fn mbps(bytes_per_s: f64) -> f64 {
+    bytes_per_s * 8e-6
+}
+
 /// One decision, as the driver would log it.
 #[derive(Debug, Clone)]
 pub struct Logged {

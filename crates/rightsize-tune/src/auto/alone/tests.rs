@@ -7,53 +7,13 @@
 
 use super::*;
 use crate::telemetry::BufferReading;
-use crate::tests::harness::{Outcome, Scenario, run};
+use crate::tests::harness::{Outcome, auto_and_kernel, mbps};
 use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
-use crate::{Peer, Role, TunerSpec};
+use crate::{Peer, Role};
 
-fn mbps(bytes_per_s: f64) -> f64 {
-    bytes_per_s * 8e-6
-}
-
-/// `spec` on the sender, the kernel's autotuning on the receiver, and
-/// nothing between them: no reports, no trains, no probes, no pacing asked.
-/// Both hosts autotune up to 32 MiB, as on the benchmark paths
-/// (`bench/paths/lfn.toml`).
-fn plain_client(spec: &str, path: Path) -> Scenario {
-    let mut s = Scenario::benchmark(spec, 1.0);
-    s.path = path;
-    s.host.tcp_wmem[2] = 33_554_432.0;
-    s.receiver = Some(TunerSpec::Kernel);
-    s.rightsize_peer = false;
-    s.sizes = false;
-    s.trains = None;
-    s.udp_probes = false;
-    s.pacing = false;
-    s
-}
-
-/// 200 Mbit/s x 100 ms with a queue of `queue_bdps` x BDP.
-fn benchmark_path(queue_bdps: f64) -> Path {
-    Scenario::benchmark("kernel", queue_bdps).path
-}
-
-/// The Windows note's path: 100 Mbit/s x 40 ms, a 50-packet queue.
-fn windows_path() -> Path {
-    Path {
-        rate_bps: 100e6,
-        base_rtt: 0.04,
-        queue_bytes: 50.0 * 1500.0,
-        loss: 0.0,
-    }
-}
-
-/// Runs `auto` and `kernel` senders on `path`.
 fn both(path: Path) -> (Outcome, Outcome) {
-    (
-        run(&plain_client("auto", path)),
-        run(&plain_client("kernel", path)),
-    )
+    auto_and_kernel(Role::Sender, path)
 }
 
 fn show(name: &str, auto: &Outcome, kernel: &Outcome) -> String {
@@ -73,7 +33,7 @@ fn show(name: &str, auto: &Outcome, kernel: &Outcome) -> String {
 
 #[test]
 fn deep_queue_the_kernels_goodput_with_less_send_memory() {
-    let path = benchmark_path(1.0);
+    let path = Path::benchmark(1.0);
     let (auto, kernel) = both(path);
     let text = show("deep", &auto, &kernel);
     assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
@@ -85,7 +45,7 @@ fn deep_queue_the_kernels_goodput_with_less_send_memory() {
 
 #[test]
 fn shallow_queue_the_kernels_goodput_with_less_send_memory() {
-    let path = benchmark_path(0.1);
+    let path = Path::benchmark(0.1);
     let (auto, kernel) = both(path);
     let text = show("shallow", &auto, &kernel);
     assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
@@ -95,7 +55,7 @@ fn shallow_queue_the_kernels_goodput_with_less_send_memory() {
 
 #[test]
 fn slow_short_path_a_fraction_of_the_kernels_send_memory() {
-    let path = windows_path();
+    let path = Path::windows_note();
     let (auto, kernel) = both(path);
     let text = show("100M x 40 ms", &auto, &kernel);
     assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");

@@ -5,49 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::tests::harness::{Outcome, Scenario, run};
+use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
 use crate::tests::model::Path;
-use crate::{Role, TunerSpec};
-
-fn mbps(bytes_per_s: f64) -> f64 {
-    bytes_per_s * 8e-6
-}
-
-/// `spec` on the receiver, a plain sender whose kernel autotunes, and
-/// nothing between them. Both hosts autotune up to 32 MiB, as on the
-/// benchmark paths (`bench/paths/lfn.toml`).
-fn plain_server(spec: &str, path: Path) -> Scenario {
-    let mut s = Scenario::benchmark(spec, 1.0);
-    s.path = path;
-    s.host.tcp_rmem[2] = 33_554_432.0;
-    s.host.tcp_wmem[2] = 33_554_432.0;
-    s.sender = Some(TunerSpec::Kernel);
-    s.rightsize_peer = false;
-    s.sizes = false;
-    s.trains = None;
-    s.udp_probes = false;
-    s.pacing = false;
-    s
-}
-
-fn benchmark_path(queue_bdps: f64) -> Path {
-    Scenario::benchmark("kernel", queue_bdps).path
-}
-
-fn windows_path() -> Path {
-    Path {
-        rate_bps: 100e6,
-        base_rtt: 0.04,
-        queue_bytes: 50.0 * 1500.0,
-        loss: 0.0,
-    }
-}
+use crate::{Action, Role};
 
 fn both(path: Path) -> (Outcome, Outcome) {
-    (
-        run(&plain_server("auto", path)),
-        run(&plain_server("kernel", path)),
-    )
+    auto_and_kernel(Role::Receiver, path)
 }
 
 fn show(name: &str, auto: &Outcome, kernel: &Outcome) -> String {
@@ -66,7 +29,7 @@ fn show(name: &str, auto: &Outcome, kernel: &Outcome) -> String {
 
 #[test]
 fn deep_queue_the_kernels_goodput_with_a_fraction_of_its_memory() {
-    let path = benchmark_path(1.0);
+    let path = Path::benchmark(1.0);
     let (auto, kernel) = both(path);
     let text = show("deep", &auto, &kernel);
     // The model gives 0.98 x (the emulated path 0.95 to 0.98 x): the
@@ -85,7 +48,7 @@ fn shallow_queue_no_collapse() {
     // (0.3 x the kernel's goodput in the model); left room, it climbs as
     // the kernel's does. The model gives 0.82 x the kernel (its kernel
     // receiver loses later); on the emulated path it is 0.9 to 1.1 x.
-    let path = benchmark_path(0.1);
+    let path = Path::benchmark(0.1);
     let (auto, kernel) = both(path);
     let text = show("shallow", &auto, &kernel);
     assert!(auto.goodput >= 0.75 * kernel.goodput, "{text}");
@@ -94,7 +57,7 @@ fn shallow_queue_no_collapse() {
 
 #[test]
 fn slow_short_path_no_slower_than_the_kernel() {
-    let path = windows_path();
+    let path = Path::windows_note();
     let (auto, kernel) = both(path);
     let text = show("100M x 40 ms", &auto, &kernel);
     assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
@@ -106,7 +69,11 @@ fn slow_short_path_no_slower_than_the_kernel() {
 
 #[test]
 fn the_first_ramp_holds_at_a_queue_and_finds_the_bandwidth() {
-    let auto = run(&plain_server("auto", benchmark_path(1.0)));
+    let auto = run(&Scenario::against_plain(
+        "auto",
+        Role::Receiver,
+        Path::benchmark(1.0),
+    ));
     let reasons: Vec<&str> = auto
         .log
         .iter()
@@ -117,10 +84,13 @@ fn the_first_ramp_holds_at_a_queue_and_finds_the_bandwidth() {
         reasons.iter().any(|r| r.contains("bandwidth found")),
         "{reasons:#?}"
     );
-    // No message to a peer that takes none is counted as a decision.
+    // Nothing is sent to a peer that takes nothing.
     assert!(
-        !reasons
+        !auto
+            .log
             .iter()
-            .any(|r| r.contains("asked the sender to pace"))
+            .flat_map(|l| l.actions.iter())
+            .any(|a| matches!(a, Action::TellPeer(_) | Action::TellPeerPace(_))),
+        "{reasons:#?}"
     );
 }
