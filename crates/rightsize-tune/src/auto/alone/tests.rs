@@ -7,10 +7,10 @@
 
 use super::*;
 use crate::telemetry::BufferReading;
-use crate::tests::harness::{Outcome, auto_and_kernel, mbps};
+use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
 use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
-use crate::{Peer, Role};
+use crate::{Peer, Role, TunerSpec};
 
 fn both(path: Path) -> (Outcome, Outcome) {
     auto_and_kernel(Role::Sender, path)
@@ -377,4 +377,34 @@ fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_
         );
         last = now[0];
     }
+}
+
+#[test]
+fn a_path_whose_rtt_rises_does_not_starve_the_flow() {
+    // 200 Mbit/s x 100 ms, then 50 Mbit/s x 160 ms with the same queue (as
+    // the changing benchmark path): the RTT that rose is not a queue to
+    // cut the buffer against for ever.
+    let mut s = Scenario::against_plain("auto", Role::Sender, Path::benchmark(1.0));
+    s.seconds = 30.0;
+    let slow = Path {
+        rate_bps: 50e6,
+        base_rtt: 0.16,
+        ..s.path
+    };
+    s.changes = vec![(10.0, slow)];
+    let o = run(&s);
+    let kernel = run(&Scenario {
+        spec: TunerSpec::Kernel,
+        ..s.clone()
+    });
+    let (auto_late, kernel_late) = (
+        o.goodput_between(20.0, 30.0),
+        kernel.goodput_between(20.0, 30.0),
+    );
+    assert!(
+        auto_late >= 0.9 * kernel_late,
+        "{:.1} vs {:.1} Mbit/s after the change",
+        mbps(auto_late),
+        mbps(kernel_late)
+    );
 }
