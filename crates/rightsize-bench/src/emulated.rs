@@ -86,6 +86,30 @@ impl Bench {
         rightsize_bin()
     }
 
+    /// What both emulated benchmarks do first: checks that this runs as
+    /// root, loads the paths, and creates the results directory
+    /// ([`Bench::start`]). With it, the time a slow tuner's run is sized
+    /// to last ([`budget::SMOKE_SLOW_RUN`] in a smoke run).
+    pub fn open(
+        name: &str,
+        paths: &[String],
+        out: Option<&Path>,
+        smoke: bool,
+    ) -> anyhow::Result<(Bench, Vec<LoadedPath>, Duration)> {
+        let rightsize = Bench::preflight()?;
+        let paths = paths
+            .iter()
+            .map(|p| LoadedPath::load(p))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let bench = Bench::start(name, rightsize, out)?;
+        let slow_run = if smoke {
+            budget::SMOKE_SLOW_RUN
+        } else {
+            budget::SLOW_RUN
+        };
+        Ok((bench, paths, slow_run))
+    }
+
     /// Creates the results directory: `out`, or
     /// `target/bench-results/NAME-UNIXTIME` beside `rightsize`
     /// ([`Bench::preflight`]'s).

@@ -14,7 +14,6 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use rightsize_lab::run::budget;
 use rightsize_lab::run::paths::{self, LoadedPath};
 use rightsize_lab::run::peer::Peer;
 
@@ -45,19 +44,8 @@ Exits 0 whether or not the goals are met, 1 if a run failed.
 /// Runs the benchmark; `Ok(false)` if a run failed.
 pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let o = options::parse(args)?;
-    let rightsize = Bench::preflight()?;
-    let paths = o
-        .paths
-        .iter()
-        .map(|p| LoadedPath::load(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (bench, paths, budget) = Bench::open("peers", &o.paths, o.out.as_deref(), o.smoke)?;
     let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
-    let bench = Bench::start("peers", rightsize, o.out.as_deref())?;
-    let budget = if o.smoke {
-        budget::SMOKE_SLOW_RUN
-    } else {
-        budget::SLOW_RUN
-    };
     println!(
         "rightsize-bench peers: {} path(s) x {} peer(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {}",
         paths.len(),
