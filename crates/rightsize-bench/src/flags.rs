@@ -9,6 +9,18 @@ use anyhow::{Context, bail};
 use rightsize_tune::TunerSpec;
 use rightsize_tune::units::Bytes;
 
+/// Marks an error in the command line (a flag or value not accepted):
+/// `rightsize-bench` exits with status 2 for it, as for an unknown
+/// benchmark, and with 1 when a benchmark that started fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadUsage;
+
+impl std::fmt::Display for BadUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("invalid command line")
+    }
+}
+
 /// What was on the command line: each flag with its value, in order, and
 /// whether `--smoke` was among them.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -96,7 +96,7 @@ fn gbps(bps: f64) -> String {
 }
 
 pub fn run(args: &[String]) -> anyhow::Result<bool> {
-    let o = parse(args)?;
+    let o = parse(args).context(crate::flags::BadUsage)?;
     let rightsize = rightsize_bin()?;
     let dir = TempDir::new("rightsize-bench")?;
     let root = dir.0.join("root");

@@ -82,7 +82,11 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("rightsize-bench: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<flags::BadUsage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -56,7 +56,10 @@
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
 //!   queue nor the window explains mean a congested path (the SOBAS paper, section III-B: there a limited window
 //!   only costs throughput); `W` goes to four estimated BDPs, stays above
-//!   the flow, and comes back once 128 RTTs pass without loss.
+//!   the flow, and comes back once 128 RTTs pass without loss. A single
+//!   loss with no queue at all, at the target (or behind a paced sender's
+//!   ramp), is the path's: `W` steps aside at once to 2.5 BDPs, enough for
+//!   the sender to go on through a recovery, with memory 1/16 above it.
 //!
 //! Losses, one event per episode (losses less than two RTTs apart): with
 //! an inflated RTT the queue overflowed (`W` to rate x min-RTT); while ramping with a queue behind
@@ -216,6 +219,14 @@ const RECOVERY_RTTS: f64 = 4.0;
 /// `step-aside` keeps the window at this many estimated BDPs, until no
 /// loss for [`QUIET_RTTS`].
 const STEP_ASIDE_BDPS: f64 = 4.0;
+/// ... or at this many, when a loss with no queue at all showed a lossy
+/// path. A lost segment holds the receiver's window at the hole for
+/// about an RTT and a quarter (detection waits a quarter of min-RTT for
+/// reordering, the retransmission half an RTT to arrive), while the
+/// sender goes on at the path's rate: the window must carry the BDP in
+/// flight and that much beyond. Memory stays within 1/16 of it there
+/// (see [`memory`]): the window does not bind but in a recovery.
+const RIDE_OUT_BDPS: f64 = 2.5;
 const QUIET_RTTS: f64 = 128.0;
 /// Changes smaller than this share of the window are not applied.
 const HYSTERESIS: f64 = 1.0 / 32.0;
@@ -362,6 +373,7 @@ impl Auto {
         {
             self.history.pop_front();
         }
+        self.memory.tighten(self.state == State::StepAside);
         let actions = self.memory.actions(bytes, window > old);
         let mut decision = Decision::act(self.state.name(), actions, bytes, reason);
         self.tell_peer(&mut decision);

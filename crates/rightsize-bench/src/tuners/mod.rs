@@ -38,6 +38,7 @@ pub mod report;
 #[cfg(test)]
 mod tests;
 
+use anyhow::Context as _;
 use rightsize_lab::run::paths::{self, LoadedPath};
 
 use crate::emulated::{self, Bench, Cell};
@@ -59,7 +60,7 @@ Exits 0 whether or not the goals are met, 1 if a run failed.
 
 /// Runs the benchmark; `Ok(false)` if a run failed.
 pub fn run(args: &[String]) -> anyhow::Result<bool> {
-    let o = options::parse(args)?;
+    let o = options::parse(args).context(crate::flags::BadUsage)?;
     let (bench, paths, budget) = Bench::open("tuners", &o.paths, o.out.as_deref(), o.smoke)?;
     let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
     println!(

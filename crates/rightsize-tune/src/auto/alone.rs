@@ -143,6 +143,17 @@ const SHRINK: f64 = 7.0 / 8.0;
 const STOOD_ROUNDS: u32 = 4;
 const RTT_STAYED: f64 = 0.95;
 const MIN_GAIN: f64 = 1.0 / 16.0;
+/// A segment retransmitted with no queue at all (the RTT within
+/// [`EMPTIED`] of min-RTT) is the path's loss, not the buffer's: for
+/// [`QUIET_ROUNDS`] after it the allowance is at least this many times
+/// rate x min-RTT. The buffer holds everything from the hole on until
+/// the retransmission is acknowledged, about an RTT and a quarter later,
+/// while the flow goes on at the path's rate; at one BDP it stops the
+/// sender instead (under bbr with 0.01% random loss on 200 Mbit/s x
+/// 100 ms, curl from `rightsize serve` made 0.91 x the kernel's goodput,
+/// measured).
+const RIDE_OUT_BDPS: f64 = 2.5;
+const QUIET_ROUNDS: u32 = 128;
 /// Slack for timer granularity on short paths.
 const RTT_FLOOR: Duration = Duration::from_micros(500);
 /// A new request is made when it moved by this share of the one in force.
@@ -238,6 +249,8 @@ pub struct Alone {
     stale_min_rtt: Option<Duration>,
     /// Rounds in a row a queue stood, and the least RTT of the first.
     stood: Option<(u32, Duration)>,
+    /// When a segment was last retransmitted with no queue.
+    path_loss: Option<Duration>,
     counters: Option<Counters>,
     last_sample: Option<Duration>,
     round: Round,
@@ -262,6 +275,7 @@ impl Alone {
             min_rtt: None,
             stale_min_rtt: None,
             stood: None,
+            path_loss: None,
             counters: None,
             last_sample: None,
             round: Round::new(Duration::ZERO),
@@ -381,6 +395,22 @@ impl Alone {
                 if loss { "a loss" } else { "the RTT inflated" }
             ));
         }
+        if loss && !above(EMPTIED, rtt) {
+            if self.path_loss.is_none() {
+                notes.push(format!(
+                    "a loss with no queue: the path's; in flight up to {RIDE_OUT_BDPS} x rate x \
+                     min-RTT, to ride out a recovery"
+                ));
+            }
+            self.path_loss = Some(at);
+        }
+        if self
+            .path_loss
+            .is_some_and(|last| at.saturating_sub(last) >= min_rtt.saturating_mul(QUIET_ROUNDS))
+        {
+            self.path_loss = None;
+            notes.push(format!("no loss for {QUIET_ROUNDS} rounds"));
+        }
         let cwnd = info.snd_cwnd_bytes() as f64;
         let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
         let mss = u64::from(info.snd_mss_bytes.max(1));
@@ -473,7 +503,12 @@ impl Alone {
             // window from growing (Linux grows it only while it limits), so
             // following the window alone would hold the flow there for good.
             let held = if grow { self.allowance * GROWTH } else { 0.0 };
-            follow.max(held).min(bound)
+            let ride_out = if self.path_loss.is_some() {
+                RIDE_OUT_BDPS * bdp
+            } else {
+                0.0
+            };
+            follow.max(held).min(bound).max(ride_out)
         } else {
             let mut wanted = (START_CWNDS * cwnd).max(self.allowance);
             if grow {

@@ -92,7 +92,7 @@ pub struct Memory {
 impl Memory {
     /// Memory for the end `ctx` describes.
     pub fn new(ctx: Context) -> Self {
-        Memory {
+        let mut memory = Memory {
             ctx,
             ratio: RECEIVER_DEFAULT_RATIO,
             request: None,
@@ -102,12 +102,26 @@ impl Memory {
             last_loss: None,
             ssthresh: None,
             ssthresh_grew: None,
-            margin: if ctx.role == Role::Receiver && ctx.peer == Peer::Other {
-                MARGIN_ALONE
-            } else {
-                MARGIN
-            },
-        }
+            margin: MARGIN,
+        };
+        memory.tighten(false);
+        memory
+    }
+
+    /// Keeps memory within [`MARGIN`] of the window (`tight`), or the
+    /// end's own margin again. A receiver alone steps aside to a window
+    /// that binds only in a loss recovery, so the bursts [`MARGIN_ALONE`]
+    /// guards against do not arise, and its margin would only hold memory.
+    pub fn tighten(&mut self, tight: bool) {
+        self.margin = if tight || !self.alone() {
+            MARGIN
+        } else {
+            MARGIN_ALONE
+        };
+    }
+
+    fn alone(&self) -> bool {
+        self.ctx.role == Role::Receiver && self.ctx.peer == Peer::Other
     }
 
     /// Notes the time and any loss of a sample: call it before anything

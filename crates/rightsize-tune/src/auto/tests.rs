@@ -224,7 +224,7 @@ fn random_loss_makes_it_step_aside() {
         let aside = auto.log.iter().find(|l| l.state == "step-aside").unwrap();
         let window = aside.actions.iter().find_map(clamp_of).unwrap().get() as f64;
         assert!(
-            window >= 3.0 * s.path.bdp(),
+            window >= 2.0 * s.path.bdp(),
             "seed {seed}: window {window:.0}"
         );
         s.spec = "static:16MiB".parse().unwrap();

@@ -408,3 +408,69 @@ fn a_path_whose_rtt_rises_does_not_starve_the_flow() {
         mbps(kernel_late)
     );
 }
+
+/// `event` with `bytes` retransmitted so far.
+fn with_retrans(event: Event, bytes: u64) -> Event {
+    let Event::Sample(mut sample) = event else {
+        unreachable!("a sample")
+    };
+    if let Some(info) = sample.tcp_info.as_mut() {
+        info.bytes_retrans = Some(bytes);
+    }
+    Event::Sample(sample)
+}
+
+#[test]
+fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
+    let mut auto = alone();
+    let base = S {
+        at_ms: 0,
+        cwnd: 10,
+        unacked: 10,
+        rtt_ms: 100,
+        busy_ms: 0,
+        sndbuf_ms: 0,
+        rate_mbps: 1,
+        sndbuf: 4_000_000,
+    };
+    auto.on_event(&base.event());
+    // 20 Mbit/s x 100 ms = 250 kB in flight, a segment lost, no queue:
+    // the buffer holds 2.5 BDP of payload (625 kB x 1.5 / 0.8 / 2), not
+    // the congestion window's.
+    let lossy = S {
+        at_ms: 500,
+        cwnd: 175,
+        unacked: 175,
+        busy_ms: 500,
+        rate_mbps: 20,
+        ..base
+    };
+    let d = auto.on_event(&with_retrans(lossy.event(), 1448));
+    assert_eq!(sndbufs(&d), vec![585_938]);
+    assert!(d.record.unwrap().reason.contains("ride out a recovery"));
+    // It keeps that while losses come ...
+    for (i, at_ms) in (600..=2000).step_by(100).enumerate() {
+        let d = auto.on_event(&with_retrans(
+            S {
+                at_ms,
+                busy_ms: at_ms,
+                ..lossy
+            }
+            .event(),
+            1448 * (1 + i as u64 / 4),
+        ));
+        assert!(sndbufs(&d).is_empty(), "{at_ms} ms: {:?}", d.record);
+    }
+    // ... and comes back to rate x min-RTT after 128 quiet rounds.
+    let quiet = 2000 + 128 * 100;
+    let d = auto.on_event(&with_retrans(
+        S {
+            at_ms: quiet,
+            busy_ms: quiet,
+            ..lossy
+        }
+        .event(),
+        1448 * 4,
+    ));
+    assert_eq!(sndbufs(&d), vec![234_375]);
+}

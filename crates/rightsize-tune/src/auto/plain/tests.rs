@@ -94,3 +94,30 @@ fn the_first_ramp_holds_at_a_queue_and_finds_the_bandwidth() {
         "{reasons:#?}"
     );
 }
+
+#[test]
+fn a_random_loss_at_the_target_steps_aside_at_once() {
+    // 0.01% random loss: behind a loss-based sender the model's cubic
+    // cuts its own window, but the receiver's window must not be what
+    // stalls a recovery, from the first such loss.
+    let mut path = Path::benchmark(1.0);
+    path.loss = 1e-4;
+    let (auto, kernel) = both(path);
+    let text = show("lossy", &auto, &kernel);
+    assert!(auto.goodput >= 0.95 * kernel.goodput, "{text}");
+    let aside = auto
+        .log
+        .iter()
+        .find(|l| l.state == "step-aside")
+        .expect(&text);
+    assert!(aside.reason.contains("rides out a recovery"), "{text}");
+    let window = aside
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::SetWindowClamp(w) => Some(w.get() as f64),
+            _ => None,
+        })
+        .unwrap();
+    assert!(window >= 2.0 * path.bdp(), "{text}: window {window:.0}");
+}
