@@ -219,18 +219,7 @@ fn while_starting_it_keeps_one_and_a_half_congestion_windows_and_doubles_when_it
 
 #[test]
 fn once_the_rtt_inflates_in_flight_is_bounded_by_rate_x_min_rtt() {
-    let mut auto = alone();
-    let base = S {
-        at_ms: 0,
-        cwnd: 10,
-        unacked: 10,
-        rtt_ms: 100,
-        busy_ms: 0,
-        sndbuf_ms: 0,
-        rate_mbps: 1,
-        sndbuf: 4_000_000,
-    };
-    auto.on_event(&base.event());
+    let (mut auto, base) = started();
     // 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
     // segments (1.4 MB) in a queue of 50 ms.
     let d = auto.on_event(
@@ -420,8 +409,17 @@ fn with_retrans(event: Event, bytes: u64) -> Event {
     Event::Sample(sample)
 }
 
-#[test]
-fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
+/// `s` again at `at_ms`, busy all the while.
+fn later(s: &S, at_ms: u64) -> S {
+    S {
+        at_ms,
+        busy_ms: at_ms,
+        ..*s
+    }
+}
+
+/// A sender alone after its first sample: 10 segments at 100 ms.
+fn started() -> (Alone, S) {
     let mut auto = alone();
     let base = S {
         at_ms: 0,
@@ -434,16 +432,20 @@ fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
         sndbuf: 4_000_000,
     };
     auto.on_event(&base.event());
+    (auto, base)
+}
+
+#[test]
+fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
+    let (mut auto, base) = started();
     // 20 Mbit/s x 100 ms = 250 kB in flight, a segment lost, no queue:
     // the buffer holds 2.5 BDP of payload (625 kB x 1.5 / 0.8 / 2), not
     // the congestion window's.
     let lossy = S {
-        at_ms: 500,
         cwnd: 175,
         unacked: 175,
-        busy_ms: 500,
         rate_mbps: 20,
-        ..base
+        ..later(&base, 500)
     };
     let d = auto.on_event(&with_retrans(lossy.event(), 1448));
     assert_eq!(sndbufs(&d), vec![585_938]);
@@ -451,26 +453,40 @@ fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
     // It keeps that while losses come ...
     for (i, at_ms) in (600..=2000).step_by(100).enumerate() {
         let d = auto.on_event(&with_retrans(
-            S {
-                at_ms,
-                busy_ms: at_ms,
-                ..lossy
-            }
-            .event(),
+            later(&lossy, at_ms).event(),
             1448 * (1 + i as u64 / 4),
         ));
         assert!(sndbufs(&d).is_empty(), "{at_ms} ms: {:?}", d.record);
     }
     // ... and comes back to rate x min-RTT after 128 quiet rounds.
     let quiet = 2000 + 128 * 100;
-    let d = auto.on_event(&with_retrans(
-        S {
-            at_ms: quiet,
-            busy_ms: quiet,
-            ..lossy
-        }
-        .event(),
-        1448 * 4,
-    ));
+    let d = auto.on_event(&with_retrans(later(&lossy, quiet).event(), 1448 * 4));
     assert_eq!(sndbufs(&d), vec![234_375]);
+}
+
+#[test]
+fn a_loss_just_after_a_queue_is_the_queues() {
+    let (mut auto, base) = started();
+    // A shallow queue fills (+14%), overflows, and the smoothed RTT reads
+    // +5% by the sample that shows the loss: no ride-out.
+    let full = S {
+        cwnd: 175,
+        unacked: 175,
+        rtt_ms: 114,
+        rate_mbps: 20,
+        ..later(&base, 500)
+    };
+    auto.on_event(&full.event());
+    let settled = S {
+        rtt_ms: 105,
+        ..later(&full, 525)
+    };
+    let d = auto.on_event(&with_retrans(settled.event(), 1448));
+    assert!(
+        sndbufs(&d).iter().all(|&b| b < 585_938),
+        "{:?}",
+        sndbufs(&d)
+    );
+    let reason = d.record.map(|r| r.reason).unwrap_or_default();
+    assert!(!reason.contains("ride out"), "{reason}");
 }
