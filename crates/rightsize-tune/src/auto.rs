@@ -303,7 +303,7 @@ struct Auto {
 
 impl Auto {
     fn new(ctx: Context) -> Self {
-        let alone = ctx.role == Role::Receiver && ctx.peer == Peer::Other;
+        let alone = ctx.receiver_alone();
         Auto {
             ctx,
             obs: Observer::new(ctx.role),

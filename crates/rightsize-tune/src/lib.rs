@@ -174,6 +174,14 @@ pub struct Context {
     pub peer: Peer,
 }
 
+impl Context {
+    /// A receiver whose sender is not rightsize: no reports, no packet
+    /// trains and no pacing, its own `TCP_INFO` all it sees.
+    pub fn receiver_alone(&self) -> bool {
+        self.role == Role::Receiver && self.peer == Peer::Other
+    }
+}
+
 /// What a tuner uses besides its samples, so that the driver probes, and
 /// asks the peer, only for what will be read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

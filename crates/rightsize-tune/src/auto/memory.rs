@@ -30,7 +30,7 @@ use std::time::Duration;
 use super::view::View;
 use crate::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, show_bytes};
 use crate::units::Bytes;
-use crate::{Action, Context, Decision, Peer, Role, Settings};
+use crate::{Action, Context, Decision, Settings};
 
 /// Window per byte of receive buffer before anything is learnt. Linux
 /// 6.18 on a 1500-byte veth offered 0.63 to 0.89 of the read-back buffer
@@ -113,15 +113,11 @@ impl Memory {
     /// that binds only in a loss recovery, so the bursts [`MARGIN_ALONE`]
     /// guards against do not arise, and its margin would only hold memory.
     pub fn tighten(&mut self, tight: bool) {
-        self.margin = if tight || !self.alone() {
+        self.margin = if tight || !self.ctx.receiver_alone() {
             MARGIN
         } else {
             MARGIN_ALONE
         };
-    }
-
-    fn alone(&self) -> bool {
-        self.ctx.role == Role::Receiver && self.ctx.peer == Peer::Other
     }
 
     /// Notes the time and any loss of a sample: call it before anything

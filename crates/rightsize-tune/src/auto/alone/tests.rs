@@ -418,6 +418,18 @@ fn later(s: &S, at_ms: u64) -> S {
     }
 }
 
+/// `base` at 500 ms: 20 Mbit/s with 175 segments (250 kB) in flight, at
+/// an RTT of `rtt_ms`.
+fn flowing(base: &S, rtt_ms: u32) -> S {
+    S {
+        cwnd: 175,
+        unacked: 175,
+        rtt_ms,
+        rate_mbps: 20,
+        ..later(base, 500)
+    }
+}
+
 /// A sender alone after its first sample: 10 segments at 100 ms.
 fn started() -> (Alone, S) {
     let mut auto = alone();
@@ -441,12 +453,7 @@ fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
     // 20 Mbit/s x 100 ms = 250 kB in flight, a segment lost, no queue:
     // the buffer holds 2.5 BDP of payload (625 kB x 1.5 / 0.8 / 2), not
     // the congestion window's.
-    let lossy = S {
-        cwnd: 175,
-        unacked: 175,
-        rate_mbps: 20,
-        ..later(&base, 500)
-    };
+    let lossy = flowing(&base, 100);
     let d = auto.on_event(&with_retrans(lossy.event(), 1448));
     assert_eq!(sndbufs(&d), vec![585_938]);
     assert!(d.record.unwrap().reason.contains("ride out a recovery"));
@@ -469,13 +476,7 @@ fn a_loss_just_after_a_queue_is_the_queues() {
     let (mut auto, base) = started();
     // A shallow queue fills (+14%), overflows, and the smoothed RTT reads
     // +5% by the sample that shows the loss: no ride-out.
-    let full = S {
-        cwnd: 175,
-        unacked: 175,
-        rtt_ms: 114,
-        rate_mbps: 20,
-        ..later(&base, 500)
-    };
+    let full = flowing(&base, 114);
     auto.on_event(&full.event());
     let settled = S {
         rtt_ms: 105,
