@@ -59,6 +59,21 @@ impl Event {
             Event::Peer(p) => p.at,
         }
     }
+
+    /// The same event with its time counted from an origin `later` than
+    /// the one it was counted from; an event from before that origin is
+    /// at zero. Probes can start before the data connection opens.
+    pub fn counted_from(mut self, later: Duration) -> Event {
+        let at = match &mut self {
+            Event::Sample(s) => &mut s.at,
+            Event::ControlRtt(r) => &mut r.at,
+            Event::Train(t) => &mut t.at,
+            Event::UdpProbes(u) => &mut u.at,
+            Event::Peer(p) => &mut p.at,
+        };
+        *at = at.saturating_sub(later);
+        self
+    }
 }
 
 /// A periodic reading of this end of the data connection.

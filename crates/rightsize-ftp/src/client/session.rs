@@ -23,6 +23,8 @@ use super::control::{self, Control, arg};
 use super::error::ClientError;
 use super::features::Features;
 use super::{Observer, Options, SbufReport};
+use crate::tuning::{self, EarlyProbes};
+use rightsize_tune::{Peer, Role, TunerSpec};
 
 /// A logged-in control connection in binary mode.
 #[derive(Debug)]
@@ -36,6 +38,9 @@ pub(crate) struct Session<S> {
     pub(crate) server_probe_port: Option<u16>,
     /// Ours, for a receiving server's probes.
     responder: Option<Responder>,
+    /// Probes towards the server's responder, started before the data
+    /// connection of a download ([`Session::probe_early`]).
+    pub(crate) early_probes: Option<EarlyProbes>,
 }
 
 /// Resolves the URL's host and opens the control connection.
@@ -122,6 +127,24 @@ impl Session<TcpStream> {
         Ok(())
     }
 
+    /// Starts the probes that `tune` reads as a receiver (the packet
+    /// trains) towards the server's responder now, so that they cross the
+    /// path while the transfer is set up rather than during its first
+    /// round trips ([`EarlyProbes`]). Without the extension or a responder
+    /// it does nothing; probes that cannot start leave the tuner without
+    /// them, with a warning.
+    pub(crate) fn probe_early(&mut self, tune: &TunerSpec, observer: &mut dyn Observer) {
+        let Some(port) = self.server_probe_port.filter(|_| self.rightsize) else {
+            return;
+        };
+        let to = SocketAddr::new(self.control.server().ip(), port);
+        let inputs = tuning::build(tune, Role::Receiver, Peer::Rightsize).inputs();
+        match EarlyProbes::start(inputs, to) {
+            Ok(probes) => self.early_probes = probes,
+            Err(e) => observer.warning(&format!("no UDP probes to {to}: {e}; tuning without them")),
+        }
+    }
+
     /// A UDP responder for the server's probes (a receiving server's
     /// tuner may want packet trains), answering only the server's address.
     fn bind_responder(&mut self) -> Option<NonZeroU16> {
@@ -155,6 +178,7 @@ impl<S: Read + Write> Session<S> {
             rightsize: false,
             server_probe_port: None,
             responder: None,
+            early_probes: None,
         })
     }
 

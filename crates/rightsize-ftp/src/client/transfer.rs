@@ -65,8 +65,9 @@ pub fn get(
         Output::File(target) => Sink::open(&local_target(target, name))?,
     };
     let mut session = Session::open(url, options, observer)?;
-    if options.tune.is_some() {
+    if let Some(tune) = &options.tune {
         session.rightsize_on(observer)?;
+        session.probe_early(tune, observer);
     }
     let expected_bytes = session.size(path, observer)?;
     let sbuf = match options.sbuf_bytes {
@@ -441,7 +442,11 @@ pub(crate) fn open_data(
         .server_probe_port
         .filter(|_| role == Role::Receiver)
         .map(|port| SocketAddr::new(server.ip(), port));
+    let early = session.early_probes.take();
     let prober = match (probe_to, monitor.inbox(), inputs) {
+        (Some(_), Some(inbox), Some(_)) if early.is_some() => {
+            early.map(|early| early.deliver_to(&inbox))
+        }
         (Some(to), Some(inbox), Some(inputs)) => match tuning::start_prober(inputs, to, &inbox) {
             Ok(prober) => prober,
             Err(e) => {

@@ -151,3 +151,23 @@ fn peer_info_is_the_peers_own_tcp_info() {
     assert_eq!(peer.total_retrans_segs, Some(7));
     assert_eq!(report(Some(peer), None).check(None), Ok(()));
 }
+
+#[test]
+fn an_event_counted_from_a_later_origin_moves_back_and_stops_at_zero() {
+    use crate::{Event, TrainProbe};
+    let train = |ms| {
+        Event::Train(TrainProbe {
+            at: Duration::from_millis(ms),
+            bytes: 70_000,
+            dispersion: Duration::from_millis(3),
+        })
+    };
+    let later = Duration::from_millis(120);
+    assert_eq!(
+        train(200).counted_from(later).at(),
+        Duration::from_millis(80)
+    );
+    assert_eq!(train(40).counted_from(later), train(0));
+    let peer = Event::Peer(report(Some(info()), None)).counted_from(later);
+    assert_eq!(peer.at(), Duration::from_millis(880));
+}
