@@ -213,6 +213,14 @@ const LOSS_EVENT_RTTS: f64 = 2.0;
 /// path: losses at +5% and +10% with a headroom of 1/16, read as "not the
 /// window's" when this was a half).
 const HELD_HEADROOM: f64 = 2.0;
+/// For this many RTTs after the window was raised, a queue is the
+/// raise's own: what the window let out crossing the bottleneck (behind a
+/// sender paced at the path's first capacity, faster than a path that got
+/// slower), while the rate still shows the smaller window. Read as the
+/// window's, it cut the window at once to that rate: on a path whose RTT
+/// rose from 100 to 160 ms, the window sized for the new RTT fell back to
+/// 0.7 of it for 2 s (measured).
+const RAISE_RTTS: f64 = 2.0;
 /// For this many RTTs after a loss, a queue is the recovery's, not the
 /// window's.
 const RECOVERY_RTTS: f64 = 4.0;
@@ -278,6 +286,8 @@ struct Auto {
     /// queue is the sender's own slow start bursting into the bottleneck.
     bound: bool,
     last_change: Duration,
+    /// When the window was last raised.
+    last_raise: Duration,
     /// When `startup` last grew (or looked at growing) the window.
     last_growth: Duration,
     last_sample: Option<Duration>,
@@ -326,6 +336,7 @@ impl Auto {
             saturated_once: false,
             bound: false,
             last_change: Duration::ZERO,
+            last_raise: Duration::ZERO,
             last_growth: Duration::ZERO,
             last_sample: None,
             last_loss: Duration::ZERO,
@@ -365,6 +376,9 @@ impl Auto {
         let bytes = bytes_capped(window, Bytes(u64::MAX));
         self.applied = bytes;
         self.last_change = at;
+        if window > old {
+            self.last_raise = at;
+        }
         self.history.push_back((at, window));
         while self
             .history

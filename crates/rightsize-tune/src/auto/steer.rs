@@ -250,7 +250,8 @@ impl Auto {
                 // shows the recovery (a drain to 0.71 MB at 53 Mbit/s two
                 // RTTs after a loss, measured on the shallow path).
                 let recovering = self.loss_within(r, RECOVERY_RTTS);
-                if r.inflated && r.limited && !recovering {
+                let raising = r.at < self.last_raise.saturating_add(scaled(r.rtt, RAISE_RTTS));
+                if r.inflated && r.limited && !recovering && !raising {
                     self.found = true;
                     self.state = State::Drain(DrainCheck {
                         began: r.at,

@@ -123,6 +123,8 @@ pub struct Observer {
     role: Role,
     delivered: RateMeter,
     rt_prop: Option<Duration>,
+    /// Whether the data connection gave an RTT yet.
+    data_rtt_seen: bool,
     /// The last kernel `min_rtt` seen: a new, lower one is news.
     kernel_min_rtt: Option<Duration>,
     btl_bw: WindowedMax,
@@ -142,6 +144,7 @@ impl Observer {
             role,
             delivered: RateMeter::default(),
             rt_prop: None,
+            data_rtt_seen: false,
             kernel_min_rtt: None,
             btl_bw: WindowedMax::new(BW_WINDOW),
             control_rtt: None,
@@ -158,6 +161,14 @@ impl Observer {
         self.rt_prop
     }
 
+    /// An RTT of the data connection.
+    fn see_data_rtt(&mut self, rtt: Duration) {
+        if !rtt.is_zero() {
+            self.data_rtt_seen = true;
+            self.see_rtt(rtt);
+        }
+    }
+
     fn see_rtt(&mut self, rtt: Duration) {
         if !rtt.is_zero() {
             self.rt_prop = Some(self.rt_prop.map_or(rtt, |p| p.min(rtt)));
@@ -168,7 +179,7 @@ impl Observer {
         if let Some(m) = min_rtt {
             if self.kernel_min_rtt.is_none_or(|old| m < old) {
                 self.kernel_min_rtt = Some(m);
-                self.see_rtt(m);
+                self.see_data_rtt(m);
             }
         }
     }
@@ -184,10 +195,18 @@ impl Observer {
         self.btl_bw.reset(at, rate);
     }
 
-    /// An RTT from the control channel.
+    /// An RTT from the control channel. It is the propagation RTT only
+    /// until the data connection gives one: the control connection's
+    /// smoothed RTT rests on the few segments this end sends there, and
+    /// lags a path whose RTT changed by seconds (after a rise from 100 to
+    /// 160 ms it read 156 ms, and the data's RTT of 160 ms then showed a
+    /// queue that was not there: the window stayed at three quarters of
+    /// the path's for 7 s, measured).
     pub fn control_rtt(&mut self, rtt: Duration) {
         self.control_rtt = Some(rtt);
-        self.see_rtt(rtt);
+        if !self.data_rtt_seen {
+            self.see_rtt(rtt);
+        }
     }
 
     /// A peer report (already checked by [`PeerReport::check`]).
@@ -198,7 +217,7 @@ impl Observer {
         let counters = SenderCounters::from_peer(&info);
         let rtt = info.rtt_us.and_then(micros);
         if let Some(rtt) = rtt {
-            self.see_rtt(rtt);
+            self.see_data_rtt(rtt);
         }
         self.see_kernel_min_rtt(info.min_rtt_us.and_then(micros));
         self.take_counters(report.at, counters, rtt, &info);
@@ -258,7 +277,7 @@ impl Observer {
                     let own = PeerInfo::from_tcp_info(info);
                     let rtt = own.rtt_us.and_then(micros);
                     if let Some(rtt) = rtt {
-                        self.see_rtt(rtt);
+                        self.see_data_rtt(rtt);
                     }
                     self.see_kernel_min_rtt(own.min_rtt_us.and_then(micros));
                     self.take_counters(sample.at, SenderCounters::from_peer(&own), rtt, &own);
@@ -266,7 +285,7 @@ impl Observer {
                 }
                 Role::Receiver => {
                     if let Some(rtt) = micros(info.rcv_rtt_us) {
-                        self.see_rtt(rtt);
+                        self.see_data_rtt(rtt);
                     }
                     if let Some(ooo) = info.rcv_ooopack {
                         loss |= self.ooopack.is_some_and(|before| ooo > before);
