@@ -44,24 +44,33 @@ impl Auto {
         let queued = r.rtt.as_secs_f64() > base * (1.0 + QUEUED) + RTT_FLOOR.as_secs_f64();
         if let Some((since, rate)) = self.hold {
             self.last_growth = r.at;
+            // All of the window delivered with no queue: the queue was the
+            // sender's slow start bursting, and the window holds it back
+            // now; ramp on at once. Looked at only every two RTTs, the
+            // window of 200 Mbit/s x 100 ms stayed at half the BDP for
+            // 0.45 s with the flow filling it (measured from vsftpd).
+            let delivered = r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom) * self.window;
+            if delivered && !queued {
+                self.hold = None;
+                return Decision::note(
+                    self.state.name(),
+                    format!(
+                        "the rate grew from {} while held, the window is all delivered: ramp on; {}",
+                        show_rate(rate),
+                        r.numbers
+                    ),
+                );
+            }
             if r.at < since.saturating_add(r.rtt * HOLD_RTTS) {
                 return Decision::none();
             }
             if r.rate >= rate * (1.0 + HOLD_GROWTH) {
-                // Still growing into the window: hold on. All of the
-                // window delivered with no queue: ramp on.
-                let delivered =
-                    r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom) * self.window;
-                let (hold, what) = if delivered && !queued {
-                    (None, "the window is all delivered: ramp on")
-                } else {
-                    (Some((r.at, r.rate)), "hold on")
-                };
-                self.hold = hold;
+                // Still growing into the window: hold on.
+                self.hold = Some((r.at, r.rate));
                 return Decision::note(
                     self.state.name(),
                     format!(
-                        "the rate grew from {} while held: {what}; {}",
+                        "the rate grew from {} while held: hold on; {}",
                         show_rate(rate),
                         r.numbers
                     ),
