@@ -185,6 +185,16 @@ const PACED_SHARE: f64 = 0.97;
 /// The ceiling is set again when it would move up by this share, or down
 /// by four times it.
 const PACE_STEP: f64 = 1.0 / 32.0;
+/// An RTT this much below min-RTT (and [`RTT_FLOOR`]) is a path that
+/// got shorter, not a better sample of the same one.
+const SHORTER: f64 = 1.0 / 8.0;
+
+/// Whether an RTT of `rtt` against a min-RTT of `min_rtt` shows a path
+/// that got shorter.
+fn shorter_path(min_rtt: Duration, rtt: Duration) -> bool {
+    rtt.as_secs_f64() + RTT_FLOOR.as_secs_f64() < min_rtt.as_secs_f64() * (1.0 - SHORTER)
+}
+
 /// Samples per min-RTT, and the bounds of the interval.
 const SAMPLES_PER_RTT: f64 = 4.0;
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -356,7 +366,11 @@ impl Alone {
             .min_rtt_us
             .and_then(micros)
             .filter(|&m| self.stale_min_rtt.is_none_or(|stale| m > stale));
+        let mut shorter = None;
         if let Some(m) = kernel_min.or(micros(info.rtt_us)) {
+            if self.bounded && self.min_rtt.is_some_and(|old| shorter_path(old, m)) {
+                shorter = Some(self.restart(m));
+            }
             self.min_rtt = Some(self.min_rtt.map_or(m, |old| old.min(m)));
         }
         if let Some(bps) = info.delivery_rate_bps.filter(|&r| r > 0) {
@@ -364,6 +378,10 @@ impl Alone {
         }
         self.btl_bw.expire(at);
         let mut notes = Vec::new();
+        let lift = shorter.map(|(note, lift)| {
+            notes.push(note);
+            lift
+        });
         let settled = self
             .shrunk_at
             .zip(self.min_rtt)
@@ -548,8 +566,44 @@ impl Alone {
             .saturating_mul(LINUX_BUFFER_DOUBLING) as f64;
         self.allowance = wanted.min(most).max(MIN_ALLOWANCE.get() as f64);
         let mut decision = self.apply(at, notes);
+        if let Some(lift) = lift {
+            decision.and(lift);
+        }
         decision.and(self.pace());
         decision
+    }
+
+    /// The path's RTT fell to `rtt`, well below min-RTT: a path that
+    /// changed, whose rate the flow does not know. It starts again as at
+    /// the start, following its congestion window, with no pacing ceiling
+    /// until the best rate stops growing once more. Paced at 1/16 above
+    /// the best rate instead, curl from `rightsize serve` took 2.6 s to
+    /// climb from 54 to 101 Mbit/s after the changing path went from
+    /// 50 Mbit/s x 160 ms back to 200 Mbit/s x 100 ms (measured). Returns
+    /// the note and the decision that lifts the ceiling.
+    fn restart(&mut self, rtt: Duration) -> (String, Decision) {
+        self.bounded = false;
+        self.plateau = false;
+        self.round_bw = None;
+        self.gain = 1.0;
+        self.stood = None;
+        self.stale_min_rtt = None;
+        let note = format!(
+            "the RTT fell to {} from a min-RTT of {}: the path changed, start again",
+            show_ms(rtt),
+            show_ms(self.min_rtt.unwrap_or(rtt))
+        );
+        self.min_rtt = Some(rtt);
+        let lift = match self.pace.take() {
+            Some(_) => Decision::act(
+                self.state_name(),
+                vec![Action::SetMaxPacingRate(Bytes(u64::MAX))],
+                Bytes(u64::MAX),
+                "pacing ceiling lifted".to_owned(),
+            ),
+            None => Decision::none(),
+        };
+        (note, lift)
     }
 
     /// Sets the pacing ceiling [`PACE_GAIN`] above the best delivery rate,
