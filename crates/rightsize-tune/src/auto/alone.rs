@@ -58,7 +58,7 @@
 
 use std::time::Duration;
 
-use crate::auto::INITIAL_WINDOW;
+use crate::auto::{INITIAL_WINDOW, shorter_path};
 use crate::meter::{
     LINUX_BUFFER_DOUBLING, WindowedMax, bytes_capped, micros, scaled, show_bytes, show_ms,
     show_rate,
@@ -185,16 +185,6 @@ const PACED_SHARE: f64 = 0.97;
 /// The ceiling is set again when it would move up by this share, or down
 /// by four times it.
 const PACE_STEP: f64 = 1.0 / 32.0;
-/// An RTT this much below min-RTT (and [`RTT_FLOOR`]) is a path that
-/// got shorter, not a better sample of the same one.
-const SHORTER: f64 = 1.0 / 8.0;
-
-/// Whether an RTT of `rtt` against a min-RTT of `min_rtt` shows a path
-/// that got shorter.
-fn shorter_path(min_rtt: Duration, rtt: Duration) -> bool {
-    rtt.as_secs_f64() + RTT_FLOOR.as_secs_f64() < min_rtt.as_secs_f64() * (1.0 - SHORTER)
-}
-
 /// Samples per min-RTT, and the bounds of the interval.
 const SAMPLES_PER_RTT: f64 = 4.0;
 const MIN_INTERVAL: Duration = Duration::from_millis(10);

@@ -863,3 +863,28 @@ fn one_train_read_far_too_fast_does_not_raise_the_capacity() {
         "the median of the five, as payload: {reason}"
     );
 }
+
+#[test]
+fn a_path_that_gets_faster_and_shorter_is_ramped_to_again() {
+    // Each switch from 50 Mbit/s x 160 ms back to 200 Mbit/s x 100 ms: the
+    // RTT that fell says the path changed, and the window ramps towards
+    // the trains' capacity x the new RTT instead of probing from the old
+    // window at +1/32 per RTT.
+    let auto = run(&bench_changing("auto"));
+    let fast = 200e6 / 8.0 * 1448.0 / 1500.0;
+    for at in [20.0, 40.0] {
+        assert!(
+            auto.log
+                .iter()
+                .any(|l| l.at >= at && l.at < at + 1.0 && l.reason.contains("the path changed")),
+            "no restart after {at} s"
+        );
+        let after = auto.goodput_between(at, at + 1.0);
+        // Probing from the old window instead: 56 Mbit/s in that second.
+        assert!(
+            after >= 0.6 * fast,
+            "{:.1} Mbit/s in the second after {at} s",
+            mbps(after)
+        );
+    }
+}
