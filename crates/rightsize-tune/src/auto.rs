@@ -52,7 +52,9 @@
 //!   rate estimate restarts from that busy rate; if it stays where it was
 //!   while the window shrank (and did not climb during the round), the
 //!   path's RTT rose: the min-RTT restarts, and the window is the busy
-//!   rate (never more than before) x the new RTT.
+//!   rate (never more than before) x the new RTT. In `cruise` or `drain`,
+//!   a min-RTT that falls by 1/8 is a path that changed: back to
+//!   `startup`, towards the trains' capacity x the new RTT.
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
 //!   queue nor the window explains mean a congested path (the SOBAS paper, section III-B: there a limited window
 //!   only costs throughput); `W` goes to four estimated BDPs, stays above
@@ -260,7 +262,7 @@ const SHORTER: f64 = 1.0 / 8.0;
 
 /// Whether min-RTT falling from `before` to `now` shows a path that got
 /// shorter.
-pub(crate) fn shorter_path(before: Duration, now: Duration) -> bool {
+fn shorter_path(before: Duration, now: Duration) -> bool {
     now.as_secs_f64() + RTT_FLOOR.as_secs_f64() < before.as_secs_f64() * (1.0 - SHORTER)
 }
 

@@ -127,8 +127,8 @@ impl Session<TcpStream> {
         Ok(())
     }
 
-    /// Starts the probes that `tune` reads as a receiver (the packet
-    /// trains) towards the server's responder now, so that they cross the
+    /// Starts the packet trains that `tune` reads as a receiver towards
+    /// the server's responder now, so that they cross the
     /// path while the transfer is set up rather than during its first
     /// round trips ([`EarlyProbes`]). Without the extension or a responder
     /// it does nothing; probes that cannot start leave the tuner without
@@ -139,6 +139,11 @@ impl Session<TcpStream> {
         };
         let to = SocketAddr::new(self.control.server().ip(), port);
         let inputs = tuning::build(tune, Role::Receiver, Peer::Rightsize).inputs();
+        // A tuner that also reads the probe stream (`sobas`) takes its
+        // reports over the data connection's life: it probes with the data.
+        if inputs.udp_probes {
+            return;
+        }
         match EarlyProbes::start(inputs, to) {
             Ok(probes) => self.early_probes = probes,
             Err(e) => observer.warning(&format!("no UDP probes to {to}: {e}; tuning without them")),

@@ -58,7 +58,7 @@
 
 use std::time::Duration;
 
-use crate::auto::{INITIAL_WINDOW, shorter_path};
+use crate::auto::INITIAL_WINDOW;
 use crate::meter::{
     LINUX_BUFFER_DOUBLING, WindowedMax, bytes_capped, micros, scaled, show_bytes, show_ms,
     show_rate,
@@ -356,11 +356,7 @@ impl Alone {
             .min_rtt_us
             .and_then(micros)
             .filter(|&m| self.stale_min_rtt.is_none_or(|stale| m > stale));
-        let mut shorter = None;
         if let Some(m) = kernel_min.or(micros(info.rtt_us)) {
-            if self.bounded && self.min_rtt.is_some_and(|old| shorter_path(old, m)) {
-                shorter = Some(self.restart(m));
-            }
             self.min_rtt = Some(self.min_rtt.map_or(m, |old| old.min(m)));
         }
         if let Some(bps) = info.delivery_rate_bps.filter(|&r| r > 0) {
@@ -368,10 +364,6 @@ impl Alone {
         }
         self.btl_bw.expire(at);
         let mut notes = Vec::new();
-        let lift = shorter.map(|(note, lift)| {
-            notes.push(note);
-            lift
-        });
         let settled = self
             .shrunk_at
             .zip(self.min_rtt)
@@ -556,44 +548,8 @@ impl Alone {
             .saturating_mul(LINUX_BUFFER_DOUBLING) as f64;
         self.allowance = wanted.min(most).max(MIN_ALLOWANCE.get() as f64);
         let mut decision = self.apply(at, notes);
-        if let Some(lift) = lift {
-            decision.and(lift);
-        }
         decision.and(self.pace());
         decision
-    }
-
-    /// The path's RTT fell to `rtt`, well below min-RTT: a path that
-    /// changed, whose rate the flow does not know. It starts again as at
-    /// the start, following its congestion window, with no pacing ceiling
-    /// until the best rate stops growing once more. Paced at 1/16 above
-    /// the best rate instead, curl from `rightsize serve` took 2.6 s to
-    /// climb from 54 to 101 Mbit/s after the changing path went from
-    /// 50 Mbit/s x 160 ms back to 200 Mbit/s x 100 ms (measured). Returns
-    /// the note and the decision that lifts the ceiling.
-    fn restart(&mut self, rtt: Duration) -> (String, Decision) {
-        self.bounded = false;
-        self.plateau = false;
-        self.round_bw = None;
-        self.gain = 1.0;
-        self.stood = None;
-        self.stale_min_rtt = None;
-        let note = format!(
-            "the RTT fell to {} from a min-RTT of {}: the path changed, start again",
-            show_ms(rtt),
-            show_ms(self.min_rtt.unwrap_or(rtt))
-        );
-        self.min_rtt = Some(rtt);
-        let lift = match self.pace.take() {
-            Some(_) => Decision::act(
-                self.state_name(),
-                vec![Action::SetMaxPacingRate(Bytes(u64::MAX))],
-                Bytes(u64::MAX),
-                "pacing ceiling lifted".to_owned(),
-            ),
-            None => Decision::none(),
-        };
-        (note, lift)
     }
 
     /// Sets the pacing ceiling [`PACE_GAIN`] above the best delivery rate,

@@ -50,30 +50,21 @@ impl Auto {
             // window of 200 Mbit/s x 100 ms stayed at half the BDP for
             // 0.45 s with the flow filling it (measured from vsftpd).
             let delivered = r.rate * r.rt_prop.as_secs_f64() >= (1.0 - self.headroom) * self.window;
-            if delivered && !queued {
-                self.hold = None;
-                return Decision::note(
-                    self.state.name(),
-                    format!(
-                        "the rate grew from {} while held, the window is all delivered: ramp on; {}",
-                        show_rate(rate),
-                        r.numbers
-                    ),
-                );
-            }
-            if r.at < since.saturating_add(r.rtt * HOLD_RTTS) {
+            let ramp_on = delivered && !queued;
+            if !ramp_on && r.at < since.saturating_add(r.rtt * HOLD_RTTS) {
                 return Decision::none();
             }
-            if r.rate >= rate * (1.0 + HOLD_GROWTH) {
-                // Still growing into the window: hold on.
-                self.hold = Some((r.at, r.rate));
+            // Or still growing into the window: hold on.
+            if ramp_on || r.rate >= rate * (1.0 + HOLD_GROWTH) {
+                self.hold = (!ramp_on).then_some((r.at, r.rate));
+                let what = if ramp_on {
+                    "the window is all delivered with no queue: ramp on"
+                } else {
+                    "the rate grew: hold on"
+                };
                 return Decision::note(
                     self.state.name(),
-                    format!(
-                        "the rate grew from {} while held: hold on; {}",
-                        show_rate(rate),
-                        r.numbers
-                    ),
+                    format!("held since {}: {what}; {}", show_rate(rate), r.numbers),
                 );
             }
             self.hold = None;
