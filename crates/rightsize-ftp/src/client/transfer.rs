@@ -442,18 +442,20 @@ pub(crate) fn open_data(
         .server_probe_port
         .filter(|_| role == Role::Receiver)
         .map(|port| SocketAddr::new(server.ip(), port));
+    // Trains started before the data (`Session::probe_early`) are this
+    // connection's, or no one's.
     let early = session.early_probes.take();
-    let prober = match (probe_to, monitor.inbox(), inputs) {
-        (Some(_), Some(inbox), Some(_)) if early.is_some() => {
-            early.map(|early| early.deliver_to(&inbox))
-        }
-        (Some(to), Some(inbox), Some(inputs)) => match tuning::start_prober(inputs, to, &inbox) {
-            Ok(prober) => prober,
-            Err(e) => {
-                observer.warning(&format!("no UDP probes to {to}: {e}; tuning without them"));
-                None
+    let prober = match (probe_to, monitor.inbox(), inputs, early) {
+        (Some(_), Some(inbox), Some(_), Some(early)) => Some(early.deliver_to(&inbox)),
+        (Some(to), Some(inbox), Some(inputs), None) => {
+            match tuning::start_prober(inputs, to, &inbox) {
+                Ok(prober) => prober,
+                Err(e) => {
+                    observer.warning(&format!("no UDP probes to {to}: {e}; tuning without them"));
+                    None
+                }
             }
-        },
+        }
         _ => None,
     };
     let pump = match (&exchange, monitor.inbox()) {
