@@ -156,11 +156,11 @@ impl EarlyProbes {
             inbox: inbox.clone(),
             offset,
         };
-        if let Ok(mut mailbox) = self.mailbox.lock() {
-            if let Mailbox::Waiting(events) = std::mem::replace(&mut *mailbox, open) {
-                for event in events {
-                    mailbox.post(event);
-                }
+        if let Ok(mut mailbox) = self.mailbox.lock()
+            && let Mailbox::Waiting(events) = std::mem::replace(&mut *mailbox, open)
+        {
+            for event in events {
+                mailbox.post(event);
             }
         }
         self.prober

@@ -198,7 +198,7 @@ fn bandwidth(rate: BitRate) -> String {
 /// models) read: whole milliseconds when exact, else microseconds.
 fn duration(d: Duration) -> String {
     let micros = d.as_micros();
-    if micros % 1000 == 0 {
+    if micros.is_multiple_of(1000) {
         format!("{}ms", micros / 1000)
     } else {
         format!("{micros}us")

@@ -639,30 +639,30 @@ impl Auto {
                 .memory
                 .check(&view, self.applied, self.last_change, self.state.name());
         }
-        if decision.actions.is_empty() {
-            if let Some(r) = self.read(&view) {
-                if view.loss {
-                    self.last_loss = r.at;
+        if decision.actions.is_empty()
+            && let Some(r) = self.read(&view)
+        {
+            if view.loss {
+                self.last_loss = r.at;
+            }
+            decision = if view.loss && self.state != State::StepAside {
+                self.on_loss(&r)
+            } else {
+                self.steer(&r)
+            };
+            if decision.actions.is_empty() {
+                let room = self.leave_room(&r);
+                if !room.actions.is_empty() {
+                    decision = room;
                 }
-                decision = if view.loss && self.state != State::StepAside {
-                    self.on_loss(&r)
-                } else {
-                    self.steer(&r)
-                };
-                if decision.actions.is_empty() {
-                    let room = self.leave_room(&r);
-                    if !room.actions.is_empty() {
-                        decision = room;
-                    }
-                }
-                // A flow that reaches the ceiling may be held by it: raise
-                // it (the trains' estimate may be low).
-                if self
-                    .pace_asked
-                    .is_some_and(|asked| r.rate * (1.0 + PACE_GAIN / 2.0) >= asked)
-                {
-                    self.ask_pace(r.rate, &mut decision);
-                }
+            }
+            // A flow that reaches the ceiling may be held by it: raise
+            // it (the trains' estimate may be low).
+            if self
+                .pace_asked
+                .is_some_and(|asked| r.rate * (1.0 + PACE_GAIN / 2.0) >= asked)
+            {
+                self.ask_pace(r.rate, &mut decision);
             }
         }
         if self.told.is_none() {

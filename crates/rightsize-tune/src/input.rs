@@ -316,14 +316,14 @@ impl PeerReport {
             ),
         ];
         for (field, previous, now) in counters {
-            if let (Some(previous), Some(now)) = (previous, now) {
-                if now < previous {
-                    return Err(PeerReportError::CounterWentBack {
-                        field,
-                        previous,
-                        now,
-                    });
-                }
+            if let (Some(previous), Some(now)) = (previous, now)
+                && now < previous
+            {
+                return Err(PeerReportError::CounterWentBack {
+                    field,
+                    previous,
+                    now,
+                });
             }
         }
         Ok(())

@@ -288,10 +288,10 @@ impl Sobas {
         if let Err(e) = self.meter.push(sample.at, sample.bytes) {
             return Decision::note(self.state.name(), e.reason());
         }
-        if self.rtt_avg.is_none() {
-            if let Some(rtt) = sample.tcp_info.as_ref().and_then(|i| micros(i.rcv_rtt_us)) {
-                self.rtt_sample(rtt);
-            }
+        if self.rtt_avg.is_none()
+            && let Some(rtt) = sample.tcp_info.as_ref().and_then(|i| micros(i.rcv_rtt_us))
+        {
+            self.rtt_sample(rtt);
         }
         let Some(rtt) = self.rtt_avg else {
             if std::mem::replace(&mut self.said_no_rtt, true) {
@@ -316,20 +316,19 @@ impl Sobas {
         let rcvbuf = sample.buffers.map_or(0, |b| b.rcvbuf_bytes);
         let rcv_wnd = sample.tcp_info.as_ref().and_then(|i| i.rcv_wnd_bytes);
         let before = self.ratio.get();
-        if let Some(wnd) = rcv_wnd {
-            if self.ratio.observe(u64::from(wnd), rcvbuf)
-                && self.ratio.get() > before * 1.05
-                && self.state != State::Estimating
-                && self.size < self.ctx.limits.rmem_max
-            {
-                return self.set_size(
-                    self.size,
-                    format!(
-                        "window per buffer byte is {:.2}, not {before:.2}",
-                        self.ratio.get()
-                    ),
-                );
-            }
+        if let Some(wnd) = rcv_wnd
+            && self.ratio.observe(u64::from(wnd), rcvbuf)
+            && self.ratio.get() > before * 1.05
+            && self.state != State::Estimating
+            && self.size < self.ctx.limits.rmem_max
+        {
+            return self.set_size(
+                self.size,
+                format!(
+                    "window per buffer byte is {:.2}, not {before:.2}",
+                    self.ratio.get()
+                ),
+            );
         }
         if self.state == State::Final {
             return Decision::none();

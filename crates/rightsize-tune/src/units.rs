@@ -213,7 +213,7 @@ fn group_thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -243,7 +243,7 @@ pub fn human_duration(duration: Duration) -> String {
 pub fn format_duration(duration: Duration) -> String {
     let nanos = duration.as_nanos();
     for (unit, size) in [("s", 1_000_000_000u128), ("ms", 1_000_000), ("us", 1_000)] {
-        if nanos != 0 && nanos % size == 0 {
+        if nanos != 0 && nanos.is_multiple_of(size) {
             return format!("{}{unit}", nanos / size);
         }
     }
@@ -392,7 +392,7 @@ impl fmt::Display for Bytes {
             ("MiB", 1 << 20),
             ("KiB", 1 << 10),
         ] {
-            if self.0 != 0 && self.0 % size == 0 {
+            if self.0 != 0 && self.0.is_multiple_of(size) {
                 return write!(f, "{}{unit}", self.0 / size);
             }
         }
@@ -409,7 +409,7 @@ impl fmt::Display for BitRate {
             ("M", 1_000_000),
             ("k", 1_000),
         ] {
-            if self.0 != 0 && self.0 % size == 0 {
+            if self.0 != 0 && self.0.is_multiple_of(size) {
                 return write!(f, "{}{unit}bit/s", self.0 / size);
             }
         }

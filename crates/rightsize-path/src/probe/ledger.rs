@@ -130,10 +130,10 @@ impl ProbeLedger {
     /// [`super::Message::Probe`].
     pub fn send(&mut self, at: Duration) -> Probe {
         self.resolve(at);
-        if self.outstanding.len() >= MAX_OUTSTANDING {
-            if let Some(oldest) = self.outstanding.pop_front() {
-                self.retire(&oldest);
-            }
+        if self.outstanding.len() >= MAX_OUTSTANDING
+            && let Some(oldest) = self.outstanding.pop_front()
+        {
+            self.retire(&oldest);
         }
         let seq = self.next_seq;
         self.next_seq += 1;

@@ -80,10 +80,10 @@ struct Counters {
 
 impl Counters {
     fn note(&self, message: String) {
-        if let Ok(mut errors) = self.errors.lock() {
-            if errors.len() < MAX_ERRORS_KEPT {
-                errors.push(message);
-            }
+        if let Ok(mut errors) = self.errors.lock()
+            && errors.len() < MAX_ERRORS_KEPT
+        {
+            errors.push(message);
         }
     }
 }

@@ -146,20 +146,20 @@ impl TcpSources {
         let mut connected = Vec::with_capacity(config.flows);
         for _ in 0..config.flows {
             let (stream, applied) = socket::connect(to, &request, config.connect_timeout)?;
-            if let (Some(window), Some(sndbuf)) = (config.window, &applied.sndbuf) {
-                if let Some(clamped_by) = sndbuf.clamped_by {
-                    let fix = match sndbuf.lift_command() {
-                        Some(command) => format!("raise it with `{command}`"),
-                        None => "ask for a smaller window".to_owned(),
-                    };
-                    return Err(CrossError::WindowClamped {
-                        window,
-                        to,
-                        applied_bytes: sndbuf.applied_bytes,
-                        clamped_by,
-                        fix,
-                    });
-                }
+            if let (Some(window), Some(sndbuf)) = (config.window, &applied.sndbuf)
+                && let Some(clamped_by) = sndbuf.clamped_by
+            {
+                let fix = match sndbuf.lift_command() {
+                    Some(command) => format!("raise it with `{command}`"),
+                    None => "ask for a smaller window".to_owned(),
+                };
+                return Err(CrossError::WindowClamped {
+                    window,
+                    to,
+                    applied_bytes: sndbuf.applied_bytes,
+                    clamped_by,
+                    fix,
+                });
             }
             let os = |call| {
                 move |source| CrossError::Os {

@@ -114,14 +114,14 @@ impl ProberOptions {
                 format!("2 to {MAX_TRAIN_PACKETS}"),
             ));
         }
-        if let Some(bytes) = self.train_packet_bytes {
-            if !(HEADER_BYTES as u16..=MAX_TRAIN_PACKET_BYTES).contains(&bytes) {
-                return Err(bad(
-                    "train_packet_bytes",
-                    bytes.to_string(),
-                    format!("{HEADER_BYTES} to {MAX_TRAIN_PACKET_BYTES} bytes"),
-                ));
-            }
+        if let Some(bytes) = self.train_packet_bytes
+            && !(HEADER_BYTES as u16..=MAX_TRAIN_PACKET_BYTES).contains(&bytes)
+        {
+            return Err(bad(
+                "train_packet_bytes",
+                bytes.to_string(),
+                format!("{HEADER_BYTES} to {MAX_TRAIN_PACKET_BYTES} bytes"),
+            ));
         }
         for (option, value) in [
             ("train_timeout", self.train_timeout),
@@ -465,10 +465,10 @@ impl Worker {
                 }
             }
             self.stamper.reset();
-            if let Some((len, at)) = self.receive(next_probe.min(next_report))? {
-                if let Ok(Message::Echo(echo)) = Message::parse(&self.buf[..len]) {
-                    ledger.on_echo(&echo, at);
-                }
+            if let Some((len, at)) = self.receive(next_probe.min(next_report))?
+                && let Ok(Message::Echo(echo)) = Message::parse(&self.buf[..len])
+            {
+                ledger.on_echo(&echo, at);
             }
         }
         Ok(())

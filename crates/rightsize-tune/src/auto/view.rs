@@ -176,11 +176,11 @@ impl Observer {
     }
 
     fn see_kernel_min_rtt(&mut self, min_rtt: Option<Duration>) {
-        if let Some(m) = min_rtt {
-            if self.kernel_min_rtt.is_none_or(|old| m < old) {
-                self.kernel_min_rtt = Some(m);
-                self.see_data_rtt(m);
-            }
+        if let Some(m) = min_rtt
+            && self.kernel_min_rtt.is_none_or(|old| m < old)
+        {
+            self.kernel_min_rtt = Some(m);
+            self.see_data_rtt(m);
         }
     }
 
