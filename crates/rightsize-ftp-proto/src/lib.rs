@@ -10,7 +10,7 @@
 //!
 //! It implements the RFC 959 core with the extensions real peers send
 //! (RFC 2389 FEAT/OPTS, RFC 2428 EPSV/EPRT, RFC 3659 SIZE/MDTM/MLST/REST,
-//! GridFTP's SBUF and Globus CKSM) and rightsize's own RIGHTSIZE extension
+//! GridFTP's SBUF, MODE E blocks and Globus CKSM) and rightsize's own RIGHTSIZE extension
 //! (`rightsize`, `notice`, `facts`); see `docs/ftp-interop.md`.
 //! Nothing here does I/O; no input makes it panic (property-tested over more
 //! than 100,000 generated lines). Policy (who may connect where, which path
@@ -26,6 +26,7 @@ pub mod arg;
 pub mod command;
 pub mod facts;
 pub mod line;
+pub mod mode_e;
 pub mod notice;
 pub mod path;
 pub mod reply;
