@@ -139,8 +139,9 @@ const EMPTIED: f64 = 1.0 / 16.0;
 const STOOD: f64 = 1.0 / 4.0;
 const SHRINK: f64 = 7.0 / 8.0;
 /// A queue that stood this many rounds in a row while the buffer came
-/// down, its least RTT within [`RTT_STAYED`] of the first round's, is no
-/// queue: the path's RTT rose, and min-RTT starts again from it. Without
+/// down, and two of its own RTTs, its least RTT within [`RTT_STAYED`] of
+/// the first round's either way, is no queue: the path's RTT rose, and min-RTT starts
+/// again from it. Without
 /// this, curl from `rightsize serve` on the changing path (100 to 160 ms)
 /// cut the buffer x7/8 a round for ever, to 200 kB and 15 Mbit/s
 /// (measured, one run in three).
@@ -172,6 +173,13 @@ const HYSTERESIS: f64 = 1.0 / 16.0;
 /// x 100 ms, queue 1 x BDP), curl fetching 256 MiB: unpaced, 153.6 Mbit/s
 /// and 812 segments retransmitted; paced, 164.2 Mbit/s and none.
 const PACE_GAIN: f64 = 1.0 / 16.0;
+/// A round in which the flow reached the ceiling (or the buffer) with no
+/// queue and no loss doubles the ceiling's margin, up to this: a path that
+/// got faster is climbed to as a start does, paced (54 to 101 Mbit/s in
+/// five rounds, not 2.6 s at 1/16 a round on the changing path), and a
+/// queue or a loss puts the margin back to [`PACE_GAIN`]. Capped at 1/2
+/// so that a round's overshoot stays within half a BDP of queue.
+const MAX_PACE_GAIN: f64 = 1.0 / 2.0;
 /// Pacing starts once the best rate grew by less than this over a round
 /// (in slow start it doubles per round).
 const PLATEAU_GROWTH: f64 = 1.0 / 8.0;
@@ -197,6 +205,10 @@ struct Round {
     began: Duration,
     samples: u32,
     limited: u32,
+    /// Samples held by the pacing ceiling.
+    paced: u32,
+    /// Whether a segment was retransmitted in it.
+    lost: bool,
     /// The least and the most smoothed RTT seen in it.
     least_rtt: Option<Duration>,
     most_rtt: Option<Duration>,
@@ -208,18 +220,21 @@ impl Round {
             began,
             samples: 0,
             limited: 0,
+            paced: 0,
+            lost: false,
             least_rtt: None,
             most_rtt: None,
         }
     }
 }
 
-/// `busy_time`, `sndbuf_limited` (microseconds) and bytes retransmitted
+/// `busy_time`, `sndbuf_limited`, `rwnd_limited` (microseconds) and bytes retransmitted
 /// at one sample.
 #[derive(Debug, Clone, Copy)]
 struct Counters {
     busy_us: u64,
     sndbuf_us: u64,
+    rwnd_us: u64,
     retrans: u64,
 }
 
@@ -240,6 +255,9 @@ pub struct Alone {
     gain: f64,
     /// The pacing ceiling in force, bytes per second.
     pace: Option<f64>,
+    /// Rounds in a row the flow reached the ceiling with no queue: each
+    /// doubles the ceiling's margin.
+    climb: u32,
     /// The best rate at the end of the previous round, and whether it
     /// stopped growing (the flow found the path's rate: pacing starts).
     round_bw: Option<f64>,
@@ -254,8 +272,9 @@ pub struct Alone {
     /// The kernel's `min_rtt` when min-RTT last started again: it keeps
     /// its least for minutes, so readings up to it are stale.
     stale_min_rtt: Option<Duration>,
-    /// Rounds in a row a queue stood, and the least RTT of the first.
-    stood: Option<(u32, Duration)>,
+    /// Rounds in a row a queue stood, the least RTT of the first, and when
+    /// it began.
+    stood: Option<(u32, Duration, Duration)>,
     /// When a segment was last retransmitted with no queue.
     path_loss: Option<Duration>,
     /// The most smoothed RTT of the previous round.
@@ -276,6 +295,7 @@ impl Alone {
             bounded: false,
             gain: 1.0,
             pace: None,
+            climb: 0,
             round_bw: None,
             plateau: false,
             beyond: false,
@@ -378,16 +398,20 @@ impl Alone {
         let counters = Counters {
             busy_us: info.busy_time_us.unwrap_or(0),
             sndbuf_us: info.sndbuf_limited_us.unwrap_or(0),
+            rwnd_us: info.rwnd_limited_us.unwrap_or(0),
             retrans: info
                 .bytes_retrans
                 .unwrap_or(u64::from(info.total_retrans_segs)),
         };
         let before = self.counters.replace(counters);
-        let (limited, loss) = before.map_or((false, false), |b| {
+        let (limited, rwnd, loss) = before.map_or((false, false, false), |b| {
             let busy = counters.busy_us.saturating_sub(b.busy_us);
-            let stopped = counters.sndbuf_us.saturating_sub(b.sndbuf_us);
+            let share = |now: u64, then: u64| {
+                busy > 0 && now.saturating_sub(then) as f64 >= LIMITED_SHARE * busy as f64
+            };
             (
-                busy > 0 && stopped as f64 >= LIMITED_SHARE * busy as f64,
+                share(counters.sndbuf_us, b.sndbuf_us),
+                share(counters.rwnd_us, b.rwnd_us),
                 counters.retrans > b.retrans,
             )
         });
@@ -440,8 +464,27 @@ impl Alone {
         let paced = self
             .pace
             .is_some_and(|ceiling| rate >= PACED_SHARE * ceiling);
+        if (queue || loss) && self.climb > 0 {
+            self.climb = 0;
+            notes.push(format!(
+                "{}: the ceiling back to 1/{:.0} above the best rate",
+                if loss { "a loss" } else { "a queue" },
+                1.0 / PACE_GAIN
+            ));
+        }
         let round = &mut self.round;
         round.samples += 1;
+        round.lost |= loss;
+        // Held by the ceiling: the pacing holds it (Linux counts a
+        // segment's headers against the ceiling, so the delivery rate of a
+        // paced flow reads about 0.96 of it), or room in the congestion
+        // window and data waiting that the buffer and the receiver did not
+        // hold back.
+        if paced
+            || (self.pace.is_some() && room && !limited && !rwnd && unsent > UNSENT_SHARE * payload)
+        {
+            round.paced += 1;
+        }
         if limited || (room && !paced && unsent <= UNSENT_SHARE * payload) {
             round.limited += 1;
         }
@@ -452,20 +495,47 @@ impl Alone {
         // stood all round.
         let mut grow = false;
         if at.saturating_sub(round.began) >= min_rtt {
+            let began = round.began;
             let least = round.least_rtt.unwrap_or(rtt);
             let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
             grow = held && !above(EMPTIED, least);
+            let reached = round.paced > 0
+                && f64::from(round.limited + round.paced)
+                    >= LIMITED_SAMPLES * f64::from(round.samples);
+            let most = round.most_rtt.unwrap_or(rtt);
+            if self.pace.is_some()
+                && reached
+                && !round.lost
+                && !above(INFLATION, most)
+                && self.pace_gain() < MAX_PACE_GAIN
+            {
+                self.climb += 1;
+                notes.push(format!(
+                    "the flow reached the ceiling with no queue: 1/{:.0} above the best rate",
+                    1.0 / self.pace_gain()
+                ));
+            }
             let stood = self.bounded && !grow && above(STOOD, least);
             self.stood = match self.stood {
-                Some((n, first))
-                    if stood && least.as_secs_f64() >= RTT_STAYED * first.as_secs_f64() =>
+                Some((n, first, since))
+                    if stood
+                        && least.as_secs_f64() >= RTT_STAYED * first.as_secs_f64()
+                        && least.as_secs_f64() * RTT_STAYED <= first.as_secs_f64() =>
                 {
-                    Some((n + 1, first))
+                    Some(((n + 1).min(STOOD_ROUNDS), first, since))
                 }
-                _ if stood => Some((1, least)),
+                _ if stood => Some((1, least, began)),
                 _ => None,
             };
-            if let Some((STOOD_ROUNDS, _)) = self.stood {
+            // Rounds are min-RTTs; a cut of the buffer shows in the RTT one
+            // (loaded) RTT later. So the RTT must also have stayed for two
+            // of its own rounds: a queue still filling after a drop of the
+            // path's rate (200 to 50 Mbit/s, the RTT 162, 266, 338, 432 ms
+            // in four rounds of 100 ms) is not a longer path.
+            let stayed = self.stood.is_some_and(|(n, _, since)| {
+                n == STOOD_ROUNDS && at.saturating_sub(since) >= least.saturating_mul(2)
+            });
+            if stayed {
                 self.stood = None;
                 self.stale_min_rtt = info.min_rtt_us.and_then(micros);
                 self.min_rtt = Some(least);
@@ -506,8 +576,14 @@ impl Alone {
                 self.gain = (self.gain * GROWTH).min(MAX_GAIN);
             }
             // Without a delivery rate yet, the congestion window alone.
+            // While climbing, room for what the ceiling lets out in a min-RTT.
+            let gain = if self.climb > 0 {
+                self.gain.max(1.0 + self.pace_gain())
+            } else {
+                self.gain
+            };
             let bound = if bdp > 0.0 {
-                (bdp * self.gain).max(MIN_ALLOWANCE.get() as f64)
+                (bdp * gain).max(MIN_ALLOWANCE.get() as f64)
             } else {
                 f64::INFINITY
             };
@@ -552,15 +628,21 @@ impl Alone {
         decision
     }
 
-    /// Sets the pacing ceiling [`PACE_GAIN`] above the best delivery rate,
-    /// once the path has shown it.
+    /// The pacing ceiling's margin above the best delivery rate.
+    fn pace_gain(&self) -> f64 {
+        (PACE_GAIN * 2f64.powi(self.climb.min(16) as i32)).min(MAX_PACE_GAIN)
+    }
+
+    /// Sets the pacing ceiling [`Alone::pace_gain`] above the best delivery
+    /// rate, once the path has shown it.
     fn pace(&mut self) -> Decision {
         let Some(best) = self.btl_bw.get().filter(|&b| self.plateau && b > 0.0) else {
             return Decision::none();
         };
         // Never below a slow modem's rate: a ceiling of nothing stops the flow.
         let floor = (MIN_PLAUSIBLE_PACE_BPS / 8) as f64;
-        let ceiling = (best * (1.0 + PACE_GAIN)).max(floor);
+        let gain = self.pace_gain();
+        let ceiling = (best * (1.0 + gain)).max(floor);
         let moved = self.pace.is_none_or(|p| {
             ceiling > p * (1.0 + PACE_STEP) || ceiling < p * (1.0 - 4.0 * PACE_STEP)
         });
@@ -576,7 +658,7 @@ impl Alone {
             format!(
                 "paced at {}, 1/{:.0} above the best delivery rate",
                 show_rate(ceiling),
-                1.0 / PACE_GAIN
+                1.0 / gain
             ),
         )
     }

@@ -291,7 +291,7 @@ fn sender_sample(flow: &Flow) -> Sample {
             bytes_retrans: Some(s.bytes_retrans as u64),
             total_retrans_segs: s.retrans_segs as u32,
             snd_wnd_bytes: Some(flow.sender_window() as u32),
-            notsent_bytes: Some(0),
+            notsent_bytes: Some(flow.notsent() as u32),
             ..TcpInfoSample::default()
         }),
         buffers: Some(buffers(flow)),
@@ -401,7 +401,7 @@ pub fn run(scenario: &Scenario) -> Outcome {
     for _ in 0..ticks {
         while changes.front().is_some_and(|(t, _)| *t <= flow.now) {
             if let Some((_, path)) = changes.pop_front() {
-                flow.path = path;
+                flow.set_path(path);
             }
         }
         flow.step();

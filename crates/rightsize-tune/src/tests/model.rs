@@ -306,6 +306,20 @@ impl Flow {
         }
     }
 
+    /// The path changes: the bytes waiting at the bottleneck stay, and
+    /// leave at the new rate (what is already on its way keeps its times).
+    pub fn set_path(&mut self, path: Path) {
+        let backlog = (self.bottleneck_free_at - self.now).max(0.0) * self.path.rate_bps;
+        self.path = path;
+        self.bottleneck_free_at = self.now + backlog / path.rate_bps;
+    }
+
+    /// What a bulk writer keeps queued and not yet sent: the send buffer's
+    /// room beyond what is in flight.
+    pub fn notsent(&self) -> f64 {
+        (self.send_capacity() - self.inflight).max(0.0)
+    }
+
     /// The current RTT of a packet entering the queue now.
     pub fn path_rtt(&self) -> f64 {
         self.path.base_rtt + self.queue_delay()

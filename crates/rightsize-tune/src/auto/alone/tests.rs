@@ -491,3 +491,101 @@ fn a_loss_just_after_a_queue_is_the_queues() {
     let reason = d.record.map(|r| r.reason).unwrap_or_default();
     assert!(!reason.contains("ride out"), "{reason}");
 }
+
+#[test]
+fn a_path_that_gets_fast_again_is_not_held_back() {
+    // The changing benchmark path: 200 Mbit/s x 100 ms, 50 Mbit/s x 160 ms
+    // from 10 s, 200 Mbit/s x 100 ms again from 20 s.
+    let mut s = Scenario::against_plain("auto", Role::Sender, Path::benchmark(1.0));
+    s.seconds = 24.0;
+    let fast = s.path;
+    let slow = Path {
+        rate_bps: 50e6,
+        base_rtt: 0.16,
+        ..fast
+    };
+    s.changes = vec![(10.0, slow), (20.0, fast)];
+    let o = run(&s);
+    let kernel = run(&Scenario {
+        spec: TunerSpec::Kernel,
+        ..s.clone()
+    });
+    let (auto_back, kernel_back) = (
+        o.goodput_between(20.5, 24.0),
+        kernel.goodput_between(20.5, 24.0),
+    );
+    assert!(
+        auto_back >= 0.95 * kernel_back,
+        "{:.1} vs {:.1} Mbit/s after the path got fast again",
+        mbps(auto_back),
+        mbps(kernel_back)
+    );
+}
+
+/// `event` with `bytes` written and not yet sent.
+fn with_unsent(event: Event, bytes: u32) -> Event {
+    let Event::Sample(mut sample) = event else {
+        unreachable!("a sample")
+    };
+    if let Some(info) = sample.tcp_info.as_mut() {
+        info.notsent_bytes = Some(bytes);
+    }
+    Event::Sample(sample)
+}
+
+fn pacing(d: &Decision) -> Vec<u64> {
+    d.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::SetMaxPacingRate(b) => Some(b.get()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_flow_held_by_the_ceiling_with_no_queue_doubles_its_margin_each_round_until_a_queue() {
+    let (mut auto, base) = started();
+    // 50 Mbit/s, a queue once (the path shows its rate), then none; the
+    // congestion window has room and the writer's data waits unsent: the
+    // pacing holds the flow, though it delivers only 0.96 of the ceiling.
+    let at = |at_ms: u64, rtt_ms: u32| {
+        with_unsent(
+            S {
+                at_ms,
+                cwnd: 2000,
+                unacked: 450,
+                rtt_ms,
+                busy_ms: at_ms,
+                rate_mbps: 50,
+                ..base
+            }
+            .event(),
+            4_000_000,
+        )
+    };
+    let mut ceilings = Vec::new();
+    let mut reasons = Vec::new();
+    for (i, at_ms) in (100..=1600).step_by(25).enumerate() {
+        let d = auto.on_event(&at(at_ms, if i == 0 { 130 } else { 100 }));
+        ceilings.extend(pacing(&d));
+        reasons.extend(d.record.map(|r| r.reason));
+    }
+    // 1/16, then 1/8, 1/4, 1/2 above 6.25 MB/s, one more each round; no
+    // further.
+    assert_eq!(
+        ceilings,
+        [6_640_625, 7_031_250, 7_812_500, 9_375_000],
+        "{reasons:#?}"
+    );
+    // A queue puts the margin back to 1/16 at once.
+    let d = auto.on_event(&at(1625, 120));
+    assert_eq!(pacing(&d), [6_640_625]);
+    assert!(
+        d.record
+            .unwrap()
+            .reason
+            .contains("a queue: the ceiling back to 1/16"),
+        "{reasons:#?}"
+    );
+}
