@@ -1,7 +1,8 @@
 //! Ending a long-running command in order: on `SIGINT` or `SIGTERM` (caught,
 //! so that it can still write its counters or tear down what it built),
 //! after a duration, or when its work ends by itself. The handlers only set
-//! an atomic; [`wait`] polls it. Used by `path cross` and `path run`.
+//! an atomic; [`wait`] and [`caught`] read it. Used by `path cross`,
+//! `path run`, and `get` and `put` (which keep what they downloaded).
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -67,11 +68,7 @@ impl StopSignals {
 
     /// The name of the signal caught since [`StopSignals::install`], if any.
     pub fn caught(&self) -> Option<&'static str> {
-        let caught = CAUGHT.load(Ordering::SeqCst);
-        SIGNALS
-            .iter()
-            .find(|(signal, _)| *signal == caught)
-            .map(|(_, name)| *name)
+        caught()
     }
 }
 
@@ -82,6 +79,18 @@ impl Drop for StopSignals {
             unsafe { libc::sigaction(*signal, previous, std::ptr::null_mut()) };
         }
     }
+}
+
+/// The name of the signal caught since a [`StopSignals`] was last
+/// installed, if any: for code deep in a loop that the installer does not
+/// reach (a transfer stops between two reads). Nothing is caught while no
+/// [`StopSignals`] is installed.
+pub fn caught() -> Option<&'static str> {
+    let caught = CAUGHT.load(Ordering::SeqCst);
+    SIGNALS
+        .iter()
+        .find(|(signal, _)| *signal == caught)
+        .map(|(_, name)| *name)
 }
 
 /// Why [`wait`] returned.

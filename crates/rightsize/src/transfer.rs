@@ -22,6 +22,7 @@ use rightsize_ftp::client::{
     TelemetryFile,
 };
 use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_sys::signals::StopSignals;
 use rightsize_sys::socket::BufferRequest;
 use rightsize_tune::units::{self, Bytes, UnitError};
 use rightsize_tune::write_size::WriteSize;
@@ -77,6 +78,14 @@ pub struct TransferArgs {
     /// (EPSV, then PASV if EPSV is refused).
     #[arg(long)]
     pub active: bool,
+
+    /// Resume, as curl's -C - and lftp's get -c: get continues after the bytes of the part file
+    /// (.NAME.rightsize-part) that an interrupted or failed get kept; put continues after the bytes
+    /// the server already has under the name (SIZE). Both ask the server with REST; one that
+    /// refuses it is an error, and the part file stays. With --verify the checksum covers the whole
+    /// file.
+    #[arg(short = 'C', long = "continue")]
+    pub resume: bool,
 
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
     /// ADLER32). A mismatch fails and keeps the download from its name; a server without CKSM is
@@ -257,6 +266,7 @@ impl TransferArgs {
             tune: self.tune(),
             telemetry: self.telemetry(url),
             write_size: None,
+            resume: self.resume,
         }
     }
 }
@@ -289,8 +299,51 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         data_on_stdout,
     );
     let options = args.common.options(&args.url);
+    // Caught, so that a download that is stopped keeps its part file.
+    let signals = StopSignals::install()?;
     let result = client::get(&args.url, &output, &options, &mut console);
-    finish(console, result, &args.common)
+    drop(signals);
+    let failed = result.as_ref().err().map(stopped_code);
+    let outcome = finish(console, result, &args.common);
+    let (Err(error), Some(code)) = (&outcome, failed) else {
+        return outcome;
+    };
+    eprintln!("rightsize: {error:#}");
+    if let Output::File(target) = &output
+        && let Some(name) = args.url.file_name()
+    {
+        say_kept(&args.url, &args.output, &client::local_target(target, name));
+    }
+    Ok(code)
+}
+
+/// The exit code of a transfer that failed: 128 + the signal's number
+/// when one stopped it, as a shell reports, else 1.
+fn stopped_code(error: &client::ClientError) -> ExitCode {
+    match error {
+        client::ClientError::Interrupted { signal: "SIGINT" } => ExitCode::from(130),
+        client::ClientError::Interrupted { .. } => ExitCode::from(143),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// After a failed download: what its part file kept, and how to resume.
+fn say_kept(url: &FtpUrl, output: &Option<PathBuf>, target: &std::path::Path) {
+    let part = client::part_path(target);
+    let Ok(meta) = std::fs::metadata(&part) else {
+        return;
+    };
+    if meta.len() == 0 {
+        return;
+    }
+    let out = output
+        .as_ref()
+        .map_or_else(String::new, |o| format!(" -o {}", o.display()));
+    eprintln!(
+        "rightsize: kept {} bytes in {}; resume with: rightsize get -C {url}{out}",
+        Bytes(meta.len()).grouped(),
+        part.display()
+    );
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
@@ -305,8 +358,17 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         write_size: args.write_size,
         ..args.common.options(&args.url)
     };
+    let signals = StopSignals::install()?;
     let result = client::put(&args.file, &args.url, &options, &mut console);
-    finish(console, result, &args.common)
+    drop(signals);
+    let failed = result.as_ref().err().map(stopped_code);
+    match (finish(console, result, &args.common), failed) {
+        (Err(error), Some(code)) => {
+            eprintln!("rightsize: {error:#}");
+            Ok(code)
+        }
+        (outcome, _) => outcome,
+    }
 }
 
 fn finish(

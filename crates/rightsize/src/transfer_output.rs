@@ -251,6 +251,13 @@ pub fn summary_text(report: &Report) -> String {
         report.data_mode.verb(),
         report.data_peer
     );
+    if report.resumed_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "  resumed after {} bytes already there (REST)",
+            Bytes(report.resumed_bytes).grouped()
+        );
+    }
     let _ = writeln!(
         out,
         "  client buffers: {}",
@@ -381,6 +388,7 @@ pub fn summary_json(report: &Report) -> Value {
         "direction": report.direction,
         "local_path": report.local_path,
         "bytes": report.bytes,
+        "resumed_bytes": report.resumed_bytes,
         "expected_bytes": report.expected_bytes,
         "seconds": report.elapsed.as_secs_f64(),
         "goodput_bps": report.goodput_bps(),

@@ -1,9 +1,10 @@
 //! How `rightsize get`/`put` fail: bad input (exit 2), an unreachable
 //! server, servers that stall, cut a transfer short, fail after sending
-//! data or send a wrong checksum (a scripted server on 127.0.0.1), and a
-//! full disk (a 1 MiB tmpfs; needs root, as CI runs). Each must end with
-//! one line on stderr, a non-zero exit, within the timeout, and nothing
-//! new under the requested name.
+//! data or send a wrong checksum (a scripted server on 127.0.0.1), a
+//! full disk (a 1 MiB tmpfs; needs root, as CI runs), and `SIGINT`. Each
+//! must end with one line on stderr (and one more that says what the part
+//! file kept), a non-zero exit, within the timeout, and nothing new under
+//! the requested name; `get -C` then resumes from what was kept.
 
 #![allow(clippy::unwrap_used)]
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use rightsize_ftp_proto::checksum::{Algorithm, Checksum};
 use support::*;
 
 const PAYLOAD_BYTES: usize = 1 << 20;
@@ -32,6 +34,13 @@ enum Trouble {
     FailAfterData,
     /// Offers `CKSM MD5`, sends the file, answers a wrong sum.
     WrongChecksum,
+    /// Nothing: takes `REST`, sends the file from there, answers the right
+    /// MD5.
+    Fine,
+    /// As `Fine`, but refuses `REST`.
+    NoRest,
+    /// As `Fine`, slowly: 64 KiB every 100 ms.
+    Slow,
 }
 
 /// Starts a one-connection scripted server; returns its port.
@@ -58,6 +67,7 @@ fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
     let mut send = |text: &str| control.write_all(format!("{text}\r\n").as_bytes());
     send("220 scripted server ready")?;
     let mut passive: Option<TcpListener> = None;
+    let mut offset: usize = 0;
     loop {
         let mut line = String::new();
         if lines.read_line(&mut line)? == 0 {
@@ -71,11 +81,19 @@ fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
         match verb.as_str() {
             "USER" => send("331 Send the password.")?,
             "PASS" => send("230 Logged in.")?,
-            "FEAT" if trouble == Trouble::WrongChecksum => {
+            "FEAT" if matches!(trouble, Trouble::WrongChecksum | Trouble::Fine) => {
                 send("211-Features:\r\n CKSM MD5\r\n SIZE\r\n211 End")?
             }
             "FEAT" => send("211-Features:\r\n SIZE\r\n211 End")?,
             "TYPE" => send("200 Binary.")?,
+            "REST" if trouble != Trouble::NoRest => {
+                offset = line
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                send(&format!("350 Restarting at {offset}."))?
+            }
             "SIZE" if trouble == Trouble::Short => send(&format!("213 {}", 2 * PAYLOAD_BYTES))?,
             "SIZE" => send(&format!("213 {PAYLOAD_BYTES}"))?,
             "EPSV" => {
@@ -103,13 +121,22 @@ fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
                         drop(data);
                         send("451 Local error in processing.")?;
                     }
+                    Trouble::Slow => {
+                        for piece in payload[offset..].chunks(64 << 10) {
+                            data.write_all(piece)?;
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                        drop(data);
+                        send("226 Transfer complete.")?;
+                    }
                     _ => {
-                        data.write_all(&payload)?;
+                        data.write_all(&payload[offset.min(PAYLOAD_BYTES)..])?;
                         drop(data);
                         send("226 Transfer complete.")?;
                     }
                 }
             }
+            "CKSM" if trouble == Trouble::Fine => send(&format!("213 {}", md5_hex(&payload)))?,
             "CKSM" => send("213 0123456789abcdef0123456789abcdef")?,
             "QUIT" => {
                 send("221 Bye.")?;
@@ -141,6 +168,61 @@ fn get_from(port: u16, target: &Path, extra: &[&str]) -> (std::process::Output, 
     let started = Instant::now();
     let output = rightsize(&args);
     (output, started.elapsed())
+}
+
+/// The MD5 of `bytes`, lowercase hex.
+fn md5_hex(bytes: &[u8]) -> String {
+    let mut sum = Checksum::of(Algorithm::Md5);
+    sum.update(bytes);
+    sum.finish()
+}
+
+/// The error line, and the line that says what the part file kept.
+fn error_and_kept(output: &std::process::Output, dir: &Path, kept: usize) -> String {
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let lines = stderr_lines(output);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let part = dir.join(".f.bin.rightsize-part");
+    assert!(
+        lines[1].starts_with(&format!(
+            "rightsize: kept {} bytes in {}; resume with: rightsize get -C ftp://127.0.0.1:",
+            grouped(kept),
+            part.display()
+        )),
+        "{lines:?}"
+    );
+    assert_eq!(std::fs::metadata(&part).unwrap().len(), kept as u64);
+    lines[0].clone()
+}
+
+/// `n` with thousands separated by commas, as the summary prints bytes.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Resumes the download kept in `dir` from a server that behaves, and
+/// checks the whole file arrived, verified, with no part file left.
+fn resume_completes(dir: &Path, target: &Path, kept: usize) {
+    let port = scripted(Trouble::Fine);
+    let (output, _) = get_from(port, target, &["-C", "--verify", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["resumed_bytes"], kept as u64, "{summary}");
+    assert_eq!(summary["bytes"], (PAYLOAD_BYTES - kept) as u64, "{summary}");
+    assert_eq!(summary["checksum"]["verified"], true, "{summary}");
+    assert_eq!(
+        std::fs::read(target).unwrap(),
+        random_bytes(PAYLOAD_BYTES, 99)
+    );
+    assert_eq!(names_in(dir), ["f.bin"]);
 }
 
 fn one_error_line(output: &std::process::Output) -> String {
@@ -207,17 +289,97 @@ fn a_server_that_never_greets_times_out() {
 }
 
 #[test]
-fn a_stalled_transfer_times_out_and_leaves_no_partial_file() {
+fn a_stalled_transfer_times_out_keeps_its_part_and_resumes() {
     let port = scripted(Trouble::Stall);
     let (out, target) = out_dir_with_old_file();
     let (output, elapsed) = get_from(port, &target, &["--timeout", "1s"]);
-    let line = one_error_line(&output);
+    let line = error_and_kept(&output, out.path(), PAYLOAD_BYTES / 2);
     assert!(
         line.contains("idle for 1s during RETR \"f.bin\" after 524288 bytes"),
         "{line}"
     );
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
-    assert_untouched(out.path(), &target);
+    assert_eq!(std::fs::read(&target).unwrap(), b"old content");
+    resume_completes(out.path(), &target, PAYLOAD_BYTES / 2);
+}
+
+#[test]
+fn sigint_keeps_the_part_and_says_how_to_resume() {
+    let port = scripted(Trouble::Slow);
+    let (out, target) = out_dir_with_old_file();
+    let url = format!("ftp://127.0.0.1:{port}/f.bin");
+    let child = Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["get", &url, "-o", target.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let part = out.path().join(".f.bin.rightsize-part");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::metadata(&part).map_or(0, |m| m.len()) < 128 << 10 {
+        assert!(Instant::now() < deadline, "no bytes arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{output:?}");
+    let lines = stderr_lines(&output);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], "rightsize: interrupted by SIGINT");
+    let kept = std::fs::metadata(&part).unwrap().len() as usize;
+    assert!(kept > 0 && kept < PAYLOAD_BYTES, "{kept}");
+    assert!(
+        lines[1].contains(&format!(
+            "kept {} bytes in {}",
+            grouped(kept),
+            part.display()
+        )),
+        "{lines:?}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"old content");
+    resume_completes(out.path(), &target, kept);
+}
+
+#[test]
+fn a_server_that_refuses_rest_cannot_resume_and_the_part_stays() {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    let part = out.path().join(".f.bin.rightsize-part");
+    std::fs::write(&part, &random_bytes(PAYLOAD_BYTES, 99)[..1000]).unwrap();
+    let port = scripted(Trouble::NoRest);
+    let (output, _) = get_from(port, &target, &["-C"]);
+    let line = error_and_kept(&output, out.path(), 1000);
+    assert_eq!(
+        line,
+        format!(
+            "rightsize: 127.0.0.1:{port} cannot resume \"f.bin\" at byte 1000: REST answered \"502 Not implemented.\""
+        )
+    );
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_part_longer_than_the_remote_file_is_downloaded_again() {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    let part = out.path().join(".f.bin.rightsize-part");
+    std::fs::write(&part, vec![7u8; PAYLOAD_BYTES + 1]).unwrap();
+    let port = scripted(Trouble::Fine);
+    let (output, _) = get_from(port, &target, &["-C"]);
+    assert!(output.status.success(), "{output:?}");
+    let lines = stderr_lines(&output);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("more than the remote file's 1048576: downloading it again")),
+        "{lines:?}"
+    );
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        random_bytes(PAYLOAD_BYTES, 99)
+    );
+    assert_eq!(names_in(out.path()), ["f.bin"]);
 }
 
 #[test]
@@ -225,12 +387,12 @@ fn fewer_bytes_than_size_said_is_an_error() {
     let port = scripted(Trouble::Short);
     let (out, target) = out_dir_with_old_file();
     let (output, _) = get_from(port, &target, &[]);
-    let line = one_error_line(&output);
+    let line = error_and_kept(&output, out.path(), PAYLOAD_BYTES);
     assert!(
         line.ends_with("RETR \"f.bin\" ended after 1048576 bytes, but SIZE said 2097152"),
         "{line}"
     );
-    assert_untouched(out.path(), &target);
+    assert_eq!(std::fs::read(&target).unwrap(), b"old content");
 }
 
 #[test]
@@ -238,14 +400,15 @@ fn a_failure_reply_after_the_data_keeps_the_old_file() {
     let port = scripted(Trouble::FailAfterData);
     let (out, target) = out_dir_with_old_file();
     let (output, _) = get_from(port, &target, &[]);
-    let line = one_error_line(&output);
+    let line = error_and_kept(&output, out.path(), PAYLOAD_BYTES / 2);
     assert_eq!(
         line,
         format!(
             "rightsize: 127.0.0.1:{port}: RETR \"f.bin\" failed: 451 Local error in processing."
         )
     );
-    assert_untouched(out.path(), &target);
+    assert_eq!(std::fs::read(&target).unwrap(), b"old content");
+    resume_completes(out.path(), &target, PAYLOAD_BYTES / 2);
 }
 
 #[test]
@@ -298,24 +461,28 @@ impl Drop for Tmpfs {
 }
 
 #[test]
-fn a_full_disk_is_one_line_and_leaves_nothing() {
+fn a_full_disk_keeps_what_fitted_and_nothing_under_the_name() {
     let server = pyftpdlib();
     let data = random_bytes(4 << 20, 11);
     write_public(&files_dir(&server).join("f.bin"), &data);
     let disk = Tmpfs::new("1m");
     let target = disk.0.path().join("f.bin");
     let output = rightsize(&["get", &server.url("/f.bin"), "-o", target.to_str().unwrap()]);
-    let line = one_error_line(&output);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let lines = stderr_lines(&output);
+    assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
-        line.starts_with(&format!(
-            "rightsize: write {}/.f.bin.rightsize-part-",
+        lines[0].starts_with(&format!(
+            "rightsize: write {}/.f.bin.rightsize-part:",
             disk.0.path().display()
-        )) && line.ends_with("No space left on device (os error 28)"),
-        "{line}"
+        )) && lines[0].ends_with("No space left on device (os error 28)"),
+        "{lines:?}"
     );
+    // What fitted is kept for a resume once there is room; nothing is
+    // under the name.
     assert!(
-        names_in(disk.0.path()).is_empty(),
-        "{:?}",
-        names_in(disk.0.path())
+        lines[1].contains("resume with: rightsize get -C"),
+        "{lines:?}"
     );
+    assert_eq!(names_in(disk.0.path()), [".f.bin.rightsize-part"]);
 }

@@ -381,3 +381,49 @@ fn globus_answers_a_missing_file_with_500_not_550() {
     );
     assert!(names_in(out.path()).is_empty());
 }
+
+#[test]
+fn vsftpd_get_resumes_after_the_bytes_of_the_part_file() {
+    let server = vsftpd();
+    let data = random_bytes(4 * MIB + 5, 8);
+    write_public(&files_dir(&server).join("big.bin"), &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("copy.bin");
+    // What a download that stopped kept: its first 1 MiB + 3 bytes.
+    let kept = MIB + 3;
+    std::fs::write(out.path().join(".copy.bin.rightsize-part"), &data[..kept]).unwrap();
+    let output = rightsize(&[
+        "get",
+        "-C",
+        &server.url("/big.bin"),
+        "-o",
+        target.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "resumed bytes differ");
+    assert_eq!(json(&output)["resumed_bytes"], kept as u64);
+    assert_eq!(json(&output)["bytes"], (data.len() - kept) as u64);
+    assert_eq!(names_in(out.path()), ["copy.bin"]);
+}
+
+#[test]
+fn pyftpdlib_put_resumes_after_the_bytes_the_server_has() {
+    let server = pyftpdlib();
+    let data = random_bytes(2 * MIB + 9, 9);
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("up.bin");
+    write_public(&source, &data);
+    write_public(&files_dir(&server).join("up.bin"), &data[..777]);
+    let output = rightsize(&[
+        "put",
+        "--continue",
+        source.to_str().unwrap(),
+        &server.url("/up.bin"),
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&files_dir(&server).join("up.bin"), &data));
+    assert_eq!(json(&output)["resumed_bytes"], 777);
+    assert_eq!(json(&output)["bytes"], (data.len() - 777) as u64);
+}

@@ -242,6 +242,25 @@ pub enum ClientError {
         /// Its answer to the `SIZE` of the zero source.
         reply: String,
     },
+    /// `SIGINT` or `SIGTERM` arrived while the caller caught them
+    /// (`rightsize_sys::signals::StopSignals`).
+    #[error("interrupted by {signal}")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+    },
+    /// A resume needs `REST`, and the server refused it.
+    #[error("{server} cannot resume \"{path}\" at byte {offset}: REST answered \"{reply}\"")]
+    NoRestart {
+        /// The server's address.
+        server: SocketAddr,
+        /// The remote path.
+        path: String,
+        /// Where the transfer would have resumed.
+        offset: u64,
+        /// The reply, on one line.
+        reply: String,
+    },
     /// The telemetry file could not be created or started.
     #[error(transparent)]
     TelemetryStart(#[from] crate::telemetry::StartError),

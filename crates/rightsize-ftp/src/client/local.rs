@@ -1,21 +1,25 @@
-//! Local files of a transfer: the download's temporary file, which becomes
-//! the requested file only by [`PartFile::commit`], and standard output.
+//! Local files of a transfer: the download's part file, which becomes the
+//! requested file only by [`PartFile::commit`], and standard output.
 //!
-//! Guarantees: a [`PartFile`] that is dropped without a commit removes its
-//! temporary file, so an error anywhere (a refused `RETR`, a stalled
-//! connection, a full disk, a checksum mismatch, a panic unwinding) leaves
-//! nothing under the requested name and no temporary file behind. The
-//! commit fsyncs the file, renames it over the requested name (atomic on one
-//! file system) and fsyncs the directory.
+//! Guarantees: nothing appears under the requested name before the
+//! commit, which fsyncs the part file, renames it over the requested name
+//! (atomic on one file system) and fsyncs the directory. The part file is
+//! `.NAME.rightsize-part` beside the requested name, locked (`flock`) while
+//! a transfer writes it: a second download to the same name fails at once
+//! instead of writing into the first one's bytes. A part file dropped
+//! without a commit is kept when it holds bytes and was not discarded (a
+//! stalled connection, an interruption: `get -C` resumes from it), and
+//! removed when it is empty or discarded (a checksum mismatch, more bytes
+//! than the server announced).
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::ClientError;
 
-/// How many names `.NAME.rightsize-part-PID[-N]` are tried before giving up.
-const MAX_TEMP_NAME_TRIES: u32 = 100;
+/// The suffix of a download's part file: `.NAME.rightsize-part`.
+pub const PART_SUFFIX: &str = ".rightsize-part";
 
 /// A download being written next to its final name.
 #[derive(Debug)]
@@ -23,53 +27,122 @@ pub(crate) struct PartFile {
     file: File,
     temp: PathBuf,
     target: PathBuf,
+    /// Bytes in the file.
+    len: u64,
     committed: bool,
+    discarded: bool,
+}
+
+/// The part file of `target`: `.NAME.rightsize-part` in its directory.
+pub fn part_path(target: &Path) -> PathBuf {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "download".to_owned());
+    dir.join(format!(".{name}{PART_SUFFIX}"))
 }
 
 impl PartFile {
-    /// Creates `.NAME.rightsize-part-PID` in `target`'s directory.
-    pub(crate) fn create(target: &Path) -> Result<PartFile, ClientError> {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
+    /// Opens `target`'s part file and locks it: emptied, or with `resume`
+    /// kept as it is, positioned at its end.
+    pub(crate) fn create(target: &Path, resume: bool) -> Result<PartFile, ClientError> {
+        let temp = part_path(target);
+        let local = |op, source| ClientError::Local {
+            op,
+            path: temp.clone(),
+            source,
         };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "download".to_owned());
-        let pid = std::process::id();
-        let mut last_error = None;
-        for attempt in 0..MAX_TEMP_NAME_TRIES {
-            let suffix = if attempt == 0 {
-                String::new()
-            } else {
-                format!("-{attempt}")
-            };
-            let temp = dir.join(format!(".{name}.rightsize-part-{pid}{suffix}"));
-            match OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(file) => {
-                    return Ok(PartFile {
-                        file,
-                        temp,
-                        target: target.to_path_buf(),
-                        committed: false,
-                    });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
-                Err(source) => {
-                    return Err(ClientError::Local {
-                        op: "create the temporary file",
-                        path: temp,
-                        source,
-                    });
-                }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&temp)
+            .map_err(|e| local("create the part file", e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(local(
+                    "lock the part file (another transfer is writing it)",
+                    io::Error::from(io::ErrorKind::WouldBlock),
+                ));
             }
+            Err(TryLockError::Error(e)) => return Err(local("lock the part file", e)),
         }
-        Err(ClientError::Local {
-            op: "create a temporary file next to",
-            path: target.to_path_buf(),
-            source: last_error.unwrap_or_else(|| io::Error::other("no free name")),
+        if !resume {
+            file.set_len(0)
+                .map_err(|e| local("empty the part file", e))?;
+        }
+        let len = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| local("seek to the end of the part file", e))?;
+        Ok(PartFile {
+            file,
+            temp,
+            target: target.to_path_buf(),
+            len,
+            committed: false,
+            discarded: false,
         })
+    }
+
+    /// Bytes in the part file.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The part file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Empties the file: what it held is not the start of the remote file.
+    pub(crate) fn restart(&mut self) -> Result<(), ClientError> {
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(|_| ()))
+            .map_err(|source| ClientError::Local {
+                op: "empty the part file",
+                path: self.temp.clone(),
+                source,
+            })?;
+        self.len = 0;
+        Ok(())
+    }
+
+    /// Feeds what the file holds to `each`, a piece at a time, and leaves
+    /// the position at the end.
+    pub(crate) fn read_back(&mut self, mut each: impl FnMut(&[u8])) -> Result<(), ClientError> {
+        let error = |source| ClientError::Local {
+            op: "read back the part file",
+            path: self.temp.clone(),
+            source,
+        };
+        self.file.seek(SeekFrom::Start(0)).map_err(error)?;
+        let mut chunk = vec![0u8; 256 * 1024];
+        let mut left = self.len;
+        while left > 0 {
+            let want = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
+            let n = match self.file.read(&mut chunk[..want]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(error(e)),
+            };
+            each(&chunk[..n]);
+            left -= n as u64;
+        }
+        self.file.seek(SeekFrom::End(0)).map_err(error)?;
+        Ok(())
+    }
+
+    /// Removes the file when dropped: its bytes must not be resumed from.
+    pub(crate) fn discard(&mut self) {
+        self.discarded = true;
     }
 
     /// Appends `bytes`.
@@ -80,7 +153,9 @@ impl PartFile {
                 op: "write",
                 path: self.temp.clone(),
                 source,
-            })
+            })?;
+        self.len += bytes.len() as u64;
+        Ok(())
     }
 
     /// Flushes the data to disk and renames the file to its final name.
@@ -91,17 +166,17 @@ impl PartFile {
             source,
         })?;
         std::fs::rename(&self.temp, &self.target).map_err(|source| ClientError::Local {
-            op: "rename the temporary file to",
+            op: "rename the part file to",
             path: self.target.clone(),
             source,
         })?;
         self.committed = true;
         // The rename is durable once the directory is; a failure here
         // leaves a complete file, so it is not an error.
-        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
+        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty())
+            && let Ok(d) = File::open(dir)
+        {
+            let _ = d.sync_all();
         }
         Ok(self.target.clone())
     }
@@ -109,8 +184,14 @@ impl PartFile {
 
 impl Drop for PartFile {
     fn drop(&mut self) {
-        if !self.committed {
+        if self.committed {
+            return;
+        }
+        if self.len == 0 || self.discarded {
             let _ = std::fs::remove_file(&self.temp);
+        } else {
+            // Kept for a resume: what was written reaches the disk.
+            let _ = self.file.sync_data();
         }
     }
 }
@@ -132,7 +213,7 @@ impl Sink {
     /// The sink for `target`: a temporary file renamed into place for a
     /// regular file or a new name (through a symbolic link, at the link's
     /// target), the target itself for anything else that exists.
-    pub(crate) fn open(target: &Path) -> Result<Sink, ClientError> {
+    pub(crate) fn open(target: &Path, resume: bool) -> Result<Sink, ClientError> {
         let local = |op, source| ClientError::Local {
             op,
             path: target.to_path_buf(),
@@ -148,9 +229,9 @@ impl Sink {
             }
             Ok(meta) if meta.is_file() && target.is_symlink() => {
                 let real = std::fs::canonicalize(target).map_err(|e| local("resolve", e))?;
-                PartFile::create(&real).map(Sink::File)
+                PartFile::create(&real, resume).map(Sink::File)
             }
-            _ => PartFile::create(target).map(Sink::File),
+            _ => PartFile::create(target, resume).map(Sink::File),
         }
     }
 
@@ -166,6 +247,14 @@ impl Sink {
                 })
             }
             Sink::Stdout(out) => out.write_all(bytes).map_err(stdout_error),
+        }
+    }
+
+    /// A part file's bytes must not be resumed from (see
+    /// [`PartFile::discard`]); nothing for other sinks.
+    pub(crate) fn discard(&mut self) {
+        if let Sink::File(part) = self {
+            part.discard();
         }
     }
 
@@ -193,23 +282,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_dropped_part_file_leaves_nothing() {
+    fn an_empty_or_discarded_part_file_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("f.bin");
-        let mut part = PartFile::create(&target).unwrap();
-        part.write_all(b"half").unwrap();
-        let temp = part.temp.clone();
+        let part = PartFile::create(&target, false).unwrap();
+        let temp = part.path().to_path_buf();
+        assert_eq!(temp, dir.path().join(".f.bin.rightsize-part"));
         assert!(temp.exists());
-        assert!(
-            temp.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(".f.bin.rightsize-part-")
-        );
         drop(part);
         assert!(!temp.exists());
-        assert!(!target.exists());
+        let mut part = PartFile::create(&target, false).unwrap();
+        part.write_all(b"wrong").unwrap();
+        part.discard();
+        drop(part);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_part_file_with_bytes_is_kept_resumed_or_emptied() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bin");
+        let mut part = PartFile::create(&target, false).unwrap();
+        part.write_all(b"half").unwrap();
+        let temp = part.path().to_path_buf();
+        drop(part);
+        assert_eq!(std::fs::read(&temp).unwrap(), b"half");
+        assert!(!target.exists());
+        // Resumed: kept, and written after.
+        let mut part = PartFile::create(&target, true).unwrap();
+        assert_eq!(part.len(), 4);
+        let mut seen = Vec::new();
+        part.read_back(|piece| seen.extend_from_slice(piece))
+            .unwrap();
+        assert_eq!(seen, b"half");
+        part.write_all(b" more").unwrap();
+        assert_eq!(part.commit().unwrap(), target);
+        assert_eq!(std::fs::read(&target).unwrap(), b"half more");
+        // Not resumed: emptied.
+        std::fs::write(&temp, b"stale").unwrap();
+        let part = PartFile::create(&target, false).unwrap();
+        assert_eq!(part.len(), 0);
+        assert_eq!(std::fs::metadata(&temp).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_second_transfer_to_the_same_name_is_refused_while_the_first_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bin");
+        let mut first = PartFile::create(&target, false).unwrap();
+        first.write_all(b"first").unwrap();
+        let err = PartFile::create(&target, true).unwrap_err().to_string();
+        assert!(err.contains("another transfer is writing it"), "{err}");
+        assert!(err.contains(".f.bin.rightsize-part"), "{err}");
+        first.write_all(b" bytes").unwrap();
+        first.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"first bytes");
     }
 
     #[test]
@@ -217,20 +344,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("f.bin");
         std::fs::write(&target, b"old").unwrap();
-        let mut part = PartFile::create(&target).unwrap();
-        // A second download of the same name in the same process gets its own file.
-        let other = PartFile::create(&target).unwrap();
-        assert_ne!(part.temp, other.temp);
+        let mut part = PartFile::create(&target, false).unwrap();
         part.write_all(b"new bytes").unwrap();
         assert_eq!(part.commit().unwrap(), target);
-        drop(other);
         assert_eq!(std::fs::read(&target).unwrap(), b"new bytes");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
     fn dev_null_is_written_in_place_never_replaced() {
-        let sink = Sink::open(Path::new("/dev/null")).unwrap();
+        let sink = Sink::open(Path::new("/dev/null"), false).unwrap();
         assert!(matches!(sink, Sink::Device(..)));
         let mut sink = sink;
         sink.write_all(b"x").unwrap();
@@ -251,7 +374,7 @@ mod tests {
         std::fs::write(&real, b"old").unwrap();
         let link = dir.path().join("link.bin");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let mut sink = Sink::open(&link).unwrap();
+        let mut sink = Sink::open(&link, false).unwrap();
         sink.write_all(b"new").unwrap();
         sink.commit().unwrap();
         assert!(link.is_symlink());
@@ -260,10 +383,10 @@ mod tests {
 
     #[test]
     fn a_missing_directory_is_an_error_naming_the_path() {
-        let err = PartFile::create(Path::new("/nonexistent-dir/f.bin")).unwrap_err();
+        let err = PartFile::create(Path::new("/nonexistent-dir/f.bin"), false).unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("/nonexistent-dir/.f.bin.rightsize-part-"),
+            text.contains("/nonexistent-dir/.f.bin.rightsize-part"),
             "{text}"
         );
     }

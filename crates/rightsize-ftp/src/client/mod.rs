@@ -17,9 +17,12 @@
 //!   whatever address a `227` names (as Python's ftplib does); in active
 //!   mode only a connection from that peer is accepted.
 //! - A download never leaves a partial or unverified file under the
-//!   requested name: it is written to `.NAME.rightsize-part-PID` in the same
-//!   directory, fsynced, and renamed only after the `226` and a matching
-//!   checksum; any failure removes the temporary file.
+//!   requested name: it is written to `.NAME.rightsize-part` in the same
+//!   directory (locked while written), fsynced, and renamed only after the
+//!   `226`, the full `SIZE` and a matching checksum. A download that stops
+//!   (a failure, or `SIGINT`/`SIGTERM` while the caller catches them) keeps
+//!   the part file's bytes for [`Options::resume`]; a checksum mismatch
+//!   removes them.
 //! - Against servers other than rightsize, only what they advertise is used
 //!   (with the GridFTP exception documented in `features`).
 
@@ -52,9 +55,10 @@ pub use bench::{BenchDirection, BenchLimit, BenchPlan, BenchReport, bench};
 pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
+pub use local::{PART_SUFFIX, part_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
-pub use transfer::{NO_SERVER_CHECKSUM, get, put};
+pub use transfer::{NO_SERVER_CHECKSUM, get, local_target, put};
 
 /// Default time to open a control or data connection, and in active mode
 /// to wait for the server to connect back.
@@ -95,6 +99,11 @@ pub struct Options {
     /// that sends), to reproduce the Windows tuning note's write-size experiment
     /// (Appendix B). `None` (the default) writes 256 KiB pieces.
     pub write_size: Option<WriteSize>,
+    /// Resume: a download continues after the bytes of its part file
+    /// (`.NAME.rightsize-part`, kept by a transfer that stopped); an upload
+    /// after the bytes the server already has under the name (`SIZE`).
+    /// Both with `REST`.
+    pub resume: bool,
 }
 
 /// Where and how often to record the data connection (`--telemetry`).
@@ -120,6 +129,7 @@ impl Default for Options {
             tune: None,
             telemetry: None,
             write_size: None,
+            resume: false,
         }
     }
 }
@@ -226,6 +236,9 @@ pub struct Report {
     pub local_path: Option<PathBuf>,
     /// Bytes moved on the data connection.
     pub bytes: u64,
+    /// Bytes already there that the transfer resumed after
+    /// ([`Options::resume`]); 0 for a whole transfer.
+    pub resumed_bytes: u64,
     /// From the data connection being ready to its end.
     pub elapsed: Duration,
     /// The server's control address.

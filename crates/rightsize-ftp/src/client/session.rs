@@ -203,6 +203,25 @@ impl<S: Read + Write> Session<S> {
         })
     }
 
+    /// `REST offset` (RFC 3659 5): the next transfer starts there.
+    pub(crate) fn rest(
+        &mut self,
+        path: &[u8],
+        offset: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<(), ClientError> {
+        let reply = self.control.command(&Command::Rest(offset), observer)?;
+        if reply.code() == 350 {
+            return Ok(());
+        }
+        Err(ClientError::NoRestart {
+            server: self.control.server(),
+            path: String::from_utf8_lossy(path).into_owned(),
+            offset,
+            reply: reply.to_string(),
+        })
+    }
+
     /// Sends `SBUF` if the server offers it; a refusal is a warning.
     pub(crate) fn sbuf(
         &mut self,

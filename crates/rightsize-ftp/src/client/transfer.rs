@@ -7,7 +7,7 @@
 //! positive completion, the full `SIZE`, and a matching checksum.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
@@ -20,6 +20,7 @@ use rightsize_ftp_proto::checksum::{Algorithm, Checksum};
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_ftp_proto::{Command, Reply};
 use rightsize_sys::probe::Prober;
+use rightsize_sys::signals;
 use rightsize_sys::socket::{Applied, BufferApplied, BufferRequest};
 use rightsize_sys::telemetry::{Monitor, TelemetryOut, Tuning};
 use rightsize_tune::diagnose::tcp::TcpSummary;
@@ -59,10 +60,11 @@ pub fn get(
     let name = url.file_name().ok_or_else(|| ClientError::NoFileName {
         url: url.to_string(),
     })?;
-    // Created before connecting, so an unwritable directory fails fast.
+    // Created (and locked) before connecting, so an unwritable directory
+    // or a second download to the same name fails fast.
     let mut sink = match output {
         Output::Stdout => Sink::Stdout(io::stdout()),
-        Output::File(target) => Sink::open(&local_target(target, name))?,
+        Output::File(target) => Sink::open(&local_target(target, name), options.resume)?,
     };
     let mut session = Session::open(url, options, observer)?;
     if let Some(tune) = &options.tune {
@@ -75,11 +77,21 @@ pub fn get(
         None => None,
     };
     let mut checksum = start_checksum(&session, options, observer);
+    let resumed = resume_download(&mut sink, &mut session, path, expected_bytes, observer)?;
+    if resumed > 0
+        && let (Some(c), Sink::File(part)) = (checksum.as_mut(), &mut sink)
+    {
+        part.read_back(|piece| c.update(piece))?;
+    }
+    let remaining = expected_bytes.map(|size| size.saturating_sub(resumed));
 
     let retr = Command::Retr(arg(path, "path")?);
     let mut data = open_data(&mut session, &retr, path, Role::Receiver, options, observer)?;
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
+        if let Some(signal) = signals::caught() {
+            return Err(ClientError::Interrupted { signal });
+        }
         let n = match data.stream.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => n,
@@ -88,19 +100,30 @@ pub fn get(
         };
         let piece = &chunk[..n];
         sink.write_all(piece)?;
-        data.passed(piece, &mut checksum, expected_bytes, observer);
+        data.passed(piece, &mut checksum, remaining, observer);
     }
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(&mut session, observer)?;
-    if let Some(size_bytes) = expected_bytes.filter(|&size| size != bytes) {
+    if let Some(size_bytes) = expected_bytes.filter(|&size| size != resumed + bytes) {
+        if resumed + bytes > size_bytes {
+            sink.discard();
+        }
         return Err(ClientError::ShortTransfer {
             server: session.control.server(),
             path: url.path_display(),
-            got_bytes: bytes,
+            got_bytes: resumed + bytes,
             size_bytes,
         });
     }
-    let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
+    let checksum = match finish_checksum(&mut session, checksum, path, options.verify, observer) {
+        Ok(report) => report,
+        Err(e) => {
+            if matches!(e, ClientError::ChecksumMismatch { .. }) {
+                sink.discard();
+            }
+            return Err(e);
+        }
+    };
     let local_path = sink.commit()?;
     let server = session.control.server();
     session.quit(observer);
@@ -109,6 +132,7 @@ pub fn get(
         direction: Direction::Get,
         local_path,
         bytes,
+        resumed_bytes: resumed,
         elapsed,
         server,
         sbuf,
@@ -116,6 +140,36 @@ pub fn get(
         expected_bytes,
         ..done.report()
     })
+}
+
+/// With a part file kept from before (`Options::resume`), asks the server
+/// to start after its bytes (`REST`); returns how many it holds. A part
+/// longer than the remote file is not its start: emptied, from byte 0.
+fn resume_download<S: Read + Write>(
+    sink: &mut Sink,
+    session: &mut Session<S>,
+    path: &[u8],
+    size: Option<u64>,
+    observer: &mut dyn Observer,
+) -> Result<u64, ClientError> {
+    let Sink::File(part) = sink else {
+        return Ok(0);
+    };
+    let held = part.len();
+    if held == 0 {
+        return Ok(0);
+    }
+    if size.is_some_and(|size| held > size) {
+        observer.warning(&format!(
+            "{} holds {held} bytes, more than the remote file's {}: downloading it again",
+            part.path().display(),
+            size.unwrap_or(0)
+        ));
+        part.restart()?;
+        return Ok(0);
+    }
+    session.rest(path, held, observer)?;
+    Ok(held)
 }
 
 /// Uploads the file at `local` to `url`; a URL ending in `/` gets the local
@@ -152,6 +206,19 @@ pub fn put(
         None => None,
     };
     let mut checksum = start_checksum(&session, options, observer);
+    let resumed = if options.resume {
+        resume_upload(
+            &mut file,
+            local,
+            &mut session,
+            &path,
+            &mut checksum,
+            observer,
+        )?
+    } else {
+        0
+    };
+    let remaining = expected_bytes.map(|size| size.saturating_sub(resumed));
 
     let stor = Command::Stor(arg(&path, "path")?);
     let mut data = open_data(&mut session, &stor, &path, Role::Sender, options, observer)?;
@@ -169,13 +236,10 @@ pub fn put(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(local_error("read")(e)),
         };
-        data.send(
-            &chunk[..n],
-            &mut checksum,
-            expected_bytes,
-            observer,
-            options,
-        )?;
+        data.send(&chunk[..n], &mut checksum, remaining, observer, options)?;
+        if let Some(signal) = signals::caught() {
+            return Err(ClientError::Interrupted { signal });
+        }
     }
     data.end_upload(options)?;
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
@@ -188,6 +252,7 @@ pub fn put(
         direction: Direction::Put,
         local_path: Some(local.to_path_buf()),
         bytes,
+        resumed_bytes: resumed,
         elapsed,
         server,
         sbuf,
@@ -197,8 +262,64 @@ pub fn put(
     })
 }
 
+/// For `Options::resume`, asks the server how much of `path` it has
+/// (`SIZE`; none if refused) and to store after it (`REST`), and moves
+/// `file` there, through `checksum`. Returns the bytes skipped. More than
+/// the local file is not its start: the whole file goes again.
+fn resume_upload<S: Read + Write>(
+    file: &mut File,
+    local: &Path,
+    session: &mut Session<S>,
+    path: &[u8],
+    checksum: &mut Option<Checksum>,
+    observer: &mut dyn Observer,
+) -> Result<u64, ClientError> {
+    let local_error = |op| {
+        move |source| ClientError::Local {
+            op,
+            path: local.to_path_buf(),
+            source,
+        }
+    };
+    let len = file.metadata().map_err(local_error("stat"))?.len();
+    let held = session.size(path, observer)?.unwrap_or(0);
+    if held == 0 {
+        return Ok(0);
+    }
+    if held > len {
+        observer.warning(&format!(
+            "the server holds {held} bytes of \"{}\", more than the local {len}: uploading it again",
+            String::from_utf8_lossy(path)
+        ));
+        return Ok(0);
+    }
+    session.rest(path, held, observer)?;
+    match checksum.as_mut() {
+        Some(c) => {
+            let mut chunk = vec![0u8; CHUNK_BYTES];
+            let mut left = held;
+            while left > 0 {
+                let want = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
+                let n = match file.read(&mut chunk[..want]) {
+                    Ok(0) => return Err(local_error("read")(io::ErrorKind::UnexpectedEof.into())),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(local_error("read")(e)),
+                };
+                c.update(&chunk[..n]);
+                left -= n as u64;
+            }
+        }
+        None => {
+            file.seek(SeekFrom::Start(held))
+                .map_err(local_error("seek"))?;
+        }
+    }
+    Ok(held)
+}
+
 /// `-o DIR` means the URL's file name inside `DIR`.
-fn local_target(output: &Path, name: &[u8]) -> PathBuf {
+pub fn local_target(output: &Path, name: &[u8]) -> PathBuf {
     if output.is_dir() {
         output.join(std::ffi::OsStr::from_bytes(name))
     } else {
@@ -209,13 +330,13 @@ fn local_target(output: &Path, name: &[u8]) -> PathBuf {
 /// The URL's path, with the local file name appended when it ends in `/`.
 fn remote_path(url: &FtpUrl, local: &Path) -> Vec<u8> {
     let mut path = url.path().to_vec();
-    if url.file_name().is_none() {
-        if let Some(name) = local.file_name() {
-            if !path.is_empty() && !path.ends_with(b"/") {
-                path.push(b'/');
-            }
-            path.extend_from_slice(name.as_bytes());
+    if url.file_name().is_none()
+        && let Some(name) = local.file_name()
+    {
+        if !path.is_empty() && !path.ends_with(b"/") {
+            path.push(b'/');
         }
+        path.extend_from_slice(name.as_bytes());
     }
     path
 }
@@ -336,6 +457,7 @@ impl DataDone {
             direction: Direction::Get,
             local_path: None,
             bytes: 0,
+            resumed_bytes: 0,
             elapsed: Duration::ZERO,
             server: self.peer,
             data_mode: self.mode,
