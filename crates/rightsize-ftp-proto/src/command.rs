@@ -37,8 +37,8 @@
 //!   argument is an empty summary, malformed facts are 501 naming the
 //!   offending fact. `OPTS RIGHTSIZE` takes `ON`, `ON UDP=<port>` or `OFF`,
 //!   case-insensitively; anything else is 501.
-//! - `MODE` other than S, `STRU` other than F, `TYPE E`, `TYPE A T|C` and
-//!   `TYPE L` other than 8 are 504; GridFTP `MODE E` is therefore refused.
+//! - `MODE` other than S and E (GridFTP's extended block mode), `STRU`
+//!   other than F, `TYPE E`, `TYPE A T|C` and `TYPE L` other than 8 are 504.
 //! - `Display` is for logs: lossy UTF-8, control characters escaped, the
 //!   password replaced by `****`. Use `encode` for the wire.
 
@@ -79,7 +79,7 @@ pub enum Command {
     Type(TransferType),
     /// `STRU F` (RFC 959 4.1.2, 3.1.2).
     Stru(FileStructure),
-    /// `MODE S` (RFC 959 4.1.2, 3.4).
+    /// `MODE S` (RFC 959 4.1.2, 3.4) or `MODE E` (GFD.20).
     Mode(TransferMode),
     /// `RETR <pathname>` (RFC 959 4.1.3).
     Retr(Arg),
@@ -191,11 +191,14 @@ pub enum FileStructure {
     File,
 }
 
-/// Transfer mode of `MODE` (RFC 959 3.4); only stream mode exists here.
+/// Transfer mode of `MODE` (RFC 959 3.4, GFD.20 3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransferMode {
     /// `S`: stream.
     Stream,
+    /// `E`: GridFTP's extended blocks, over one or more connections
+    /// (`ftp::mode_e`).
+    Extended,
 }
 
 /// Argument of `EPSV` (RFC 2428 3).

@@ -25,6 +25,36 @@ use std::fmt;
 /// Bytes in a block header.
 pub const HEADER_BYTES: usize = 17;
 
+/// The most connections one `OPTS RETR Parallelism=` may ask for.
+pub const MAX_PARALLELISM: u32 = 64;
+
+/// The starting parallelism of `OPTS RETR` arguments, such as
+/// `Parallelism=4,4,4;` (start, minimum, maximum; GFD.20 5). Other options
+/// (`StripeLayout=...;`) are accepted and ignored; no `Parallelism` means 1.
+pub fn parse_retr_opts(args: &str) -> Result<u32, String> {
+    let mut start = 1;
+    for option in args.split(';').map(str::trim).filter(|o| !o.is_empty()) {
+        let Some((name, value)) = option.split_once('=') else {
+            return Err(format!(
+                "RETR option \"{option}\" is not NAME=VALUE, like Parallelism=4,4,4;"
+            ));
+        };
+        if !name.trim().eq_ignore_ascii_case("Parallelism") {
+            continue;
+        }
+        let first = value.split(',').next().unwrap_or("").trim();
+        start = match first.parse::<u32>() {
+            Ok(n) if (1..=MAX_PARALLELISM).contains(&n) => n,
+            _ => {
+                return Err(format!(
+                    "Parallelism \"{value}\" must start with a count from 1 to {MAX_PARALLELISM}, like Parallelism=4,4,4;"
+                ));
+            }
+        };
+    }
+    Ok(start)
+}
+
 /// Descriptor bits (GFD.20 3.1).
 pub mod descriptor {
     /// End of record (legacy, not used by GridFTP).

@@ -236,3 +236,45 @@ fn globus_url_copy_downloads_and_uploads_with_sbuf() {
     );
     f.assert_same(&f.root().join("up/globus.bin"), "globus-url-copy upload");
 }
+
+#[test]
+fn globus_url_copy_downloads_a_file_and_a_tree_over_four_streams_in_mode_e() {
+    let f = Fixture::new(6);
+    let out_url = format!("file://{}", f.out().display());
+    let out = run(
+        "globus-url-copy -p 4 download",
+        Command::new("globus-url-copy")
+            .args(["-dbg", "-p", "4"])
+            .arg(f.serve.url("/pub/big.bin"))
+            .arg(&out_url),
+    );
+    f.assert_same(&f.out(), "globus-url-copy -p 4 download");
+    // It did ask for MODE E and four streams, and got them.
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in ["200 Mode set to E.", "OPTS RETR Parallelism=4,4,4;", "226 "] {
+        assert!(log.contains(line), "{line} not in:\n{log}");
+    }
+    // A tree, with -fast: one PORT for every file, listings in MODE E too.
+    let root = f.root();
+    std::fs::create_dir_all(root.join("pub/sub")).unwrap();
+    std::fs::write(root.join("pub/sub/small.bin"), &f.content[..1000]).unwrap();
+    std::fs::write(root.join("pub/empty.bin"), b"").unwrap();
+    let tree = f.dir.path().join("tree");
+    run(
+        "globus-url-copy -fast -r -cd -p 4",
+        Command::new("globus-url-copy")
+            .args(["-fast", "-r", "-cd", "-p", "4"])
+            .arg(f.serve.url("/pub/"))
+            .arg(format!("file://{}/", tree.display())),
+    );
+    f.assert_same(&tree.join("big.bin"), "the tree's big.bin");
+    assert_eq!(
+        std::fs::read(tree.join("sub/small.bin")).unwrap(),
+        &f.content[..1000]
+    );
+    assert_eq!(std::fs::read(tree.join("empty.bin")).unwrap(), b"");
+}

@@ -119,6 +119,7 @@ impl Command {
             }),
             Command::Stru(FileStructure::File) => word(b"F"),
             Command::Mode(TransferMode::Stream) => word(b"S"),
+            Command::Mode(TransferMode::Extended) => word(b"E"),
             Command::Allo {
                 bytes,
                 record_bytes,

@@ -244,7 +244,8 @@ fn structure(rest: Option<&[u8]>) -> Result<FileStructure, CommandError> {
 fn mode(rest: Option<&[u8]>) -> Result<TransferMode, CommandError> {
     match single_letter("MODE", rest)? {
         (b'S', _) => Ok(TransferMode::Stream),
-        (b'B' | b'C' | b'E', k) => Err(CommandError::not_implemented("MODE", k)),
+        (b'E', _) => Ok(TransferMode::Extended),
+        (b'B' | b'C', k) => Err(CommandError::not_implemented("MODE", k)),
         (_, k) => Err(CommandError::syntax("MODE", k, "expected S, B, C or E")),
     }
 }

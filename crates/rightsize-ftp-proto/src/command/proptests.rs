@@ -357,6 +357,7 @@ fn command() -> impl Strategy<Value = Command> {
             Just(Command::Type(TransferType::Local8)),
             Just(Command::Stru(FileStructure::File)),
             Just(Command::Mode(TransferMode::Stream)),
+            Just(Command::Mode(TransferMode::Extended)),
         ]
         .boxed()),
         b(v4_addr().prop_map(Command::Port).boxed()),

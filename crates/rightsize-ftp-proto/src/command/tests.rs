@@ -128,7 +128,7 @@ fn globus_url_copy_sequence() {
             path: a(b"f")
         }
     );
-    assert_eq!(code(b"MODE E"), 504);
+    assert_eq!(code(b"MODE B"), 504);
 }
 
 #[test]
@@ -138,6 +138,7 @@ fn other_commands() {
     assert_eq!(p("CDUP"), Command::Cdup);
     assert_eq!(p("STRU F"), Command::Stru(FileStructure::File));
     assert_eq!(p("MODE s"), Command::Mode(TransferMode::Stream));
+    assert_eq!(p("MODE e"), Command::Mode(TransferMode::Extended));
     assert_eq!(p("TYPE A"), Command::Type(TransferType::Ascii));
     assert_eq!(p("TYPE A N"), Command::Type(TransferType::Ascii));
     assert_eq!(p("TYPE L 8"), Command::Type(TransferType::Local8));
@@ -364,7 +365,6 @@ fn unimplemented_parameters_are_504() {
         b"TYPE E N",
         b"MODE B",
         b"MODE C",
-        b"MODE e",
         b"STRU R",
         b"STRU P",
         b"PROT X",

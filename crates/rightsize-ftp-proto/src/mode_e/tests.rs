@@ -249,3 +249,22 @@ fn the_senders_cursor_gives_the_missing_blocks_in_file_order() {
     assert_eq!(all, [(10, 8), (18, 2), (25, 8), (33, 7)]);
     assert_eq!(Blocks::new(0, &Ranges::new(), 8).take(), None);
 }
+
+#[test]
+fn retr_options_give_the_starting_parallelism() {
+    assert_eq!(parse_retr_opts("Parallelism=4,4,4;"), Ok(4));
+    assert_eq!(
+        parse_retr_opts("StripeLayout=Blocked;BlockSize=1024;parallelism=8,1,16;"),
+        Ok(8)
+    );
+    assert_eq!(parse_retr_opts(""), Ok(1));
+    for bad in [
+        "Parallelism=0,1,1;",
+        "Parallelism=65;",
+        "Parallelism=x;",
+        "Parallelism",
+    ] {
+        let e = parse_retr_opts(bad).unwrap_err();
+        assert!(e.contains("like Parallelism=4,4,4;"), "{bad}: {e}");
+    }
+}

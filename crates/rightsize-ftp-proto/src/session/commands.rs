@@ -11,7 +11,8 @@ use super::{
     MAX_FAILED_LOGINS, Output, SBUF_SIZES, ServerHost, Session, TransferKind, TransferPlan,
     sbuf_sizes_text,
 };
-use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferType};
+use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferMode, TransferType};
+use crate::mode_e;
 use crate::reply::quote_pathname;
 use crate::rightsize::RightsizeFeature;
 use crate::{Arg, Command, Reply, VirtualPath, addr};
@@ -132,6 +133,16 @@ pub(super) fn dispatch(
         Command::Opts(OptsCommand::Utf8(_)) => reply(200, "Always in UTF8 mode."),
         Command::Opts(OptsCommand::Mlst(_)) => reply(200, "MLST OPTS type;size;modify;perm;"),
         Command::Opts(OptsCommand::Rightsize(opts)) => rightsize::opts(session, opts),
+        Command::Opts(OptsCommand::Other(o)) if o.command().eq_ignore_ascii_case("RETR") => {
+            let args = o.args().map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
+            match mode_e::parse_retr_opts(args.as_deref().unwrap_or("")) {
+                Ok(n) => {
+                    session.parallelism = n;
+                    reply(200, "OPTS Command Successful.")
+                }
+                Err(why) => reply(501, &why),
+            }
+        }
         Command::Opts(OptsCommand::Other(_)) => reply(501, "Option not understood."),
         Command::Rinf(_) => rightsize::rinf_refused(),
         Command::Auth(_) | Command::Pbsz(_) | Command::Prot(_) => reply(502, "TLS is not offered by this server."),
@@ -149,7 +160,14 @@ pub(super) fn dispatch(
             session.binary = true;
             reply(200, "Switching to Binary mode.")
         }
-        Command::Mode(_) => reply(200, "Mode set to S."),
+        Command::Mode(TransferMode::Stream) => {
+            session.extended = false;
+            reply(200, "Mode set to S.")
+        }
+        Command::Mode(TransferMode::Extended) => {
+            session.extended = true;
+            reply(200, "Mode set to E.")
+        }
         Command::Stru(_) => reply(200, "Structure set to F."),
         Command::Pasv => passive(session, host, false),
         Command::Epsv(None) => passive(session, host, true),
@@ -315,7 +333,32 @@ fn take_endpoint(session: &mut Session) -> Option<DataEndpoint> {
 }
 
 fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<Output> {
-    let Some(endpoint) = take_endpoint(session) else {
+    // MODE E: the sender connects (GFD.20); a listing goes over one
+    // connection. Only sending is offered here so far.
+    let extended = match (&kind, session.extended, &session.data) {
+        (_, false, _) => None,
+        (TransferKind::Retrieve { .. }, true, DataSetup::Active(_)) => Some(session.parallelism),
+        (TransferKind::Listing(_), true, DataSetup::Active(_)) => Some(1),
+        (TransferKind::Retrieve { .. } | TransferKind::Listing(_), true, _) => {
+            return reply(
+                425,
+                "In MODE E the sender opens the data connections: send PORT or EPRT first.",
+            );
+        }
+        (TransferKind::Store { .. }, true, _) => {
+            return reply(
+                504,
+                "This server sends in MODE E (RETR, listings) but receives only in MODE S.",
+            );
+        }
+    };
+    // In MODE E the client's PORT address stays for the next transfers
+    // (GridFTP clients send it once for a whole tree).
+    let endpoint = match (extended, session.data) {
+        (Some(_), DataSetup::Active(addr)) => Some(DataEndpoint::Active(addr)),
+        _ => take_endpoint(session),
+    };
+    let Some(endpoint) = endpoint else {
         return reply(425, "Use PORT or PASV first.");
     };
     session.transferring = true;
@@ -324,6 +367,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
         kind,
         endpoint,
         sbuf: session.sbuf,
+        extended,
         start_reply: Reply::trusted(150, start_text),
     })]
 }

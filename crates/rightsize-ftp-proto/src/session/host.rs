@@ -142,6 +142,10 @@ pub struct TransferPlan {
     pub endpoint: DataEndpoint,
     /// The buffer size the client asked for with `SBUF`, bytes.
     pub sbuf: Option<u64>,
+    /// `MODE E`: send in extended blocks over this many connections
+    /// (`OPTS RETR Parallelism=`), each connected to the endpoint, which is
+    /// then always active. `None`: stream mode, one connection.
+    pub extended: Option<u32>,
     /// The 150 reply to send once the source or sink is open, before the
     /// data connection.
     pub start_reply: Reply,

@@ -123,6 +123,9 @@ pub struct Session {
     rest: u64,
     rename_from: Option<VirtualPath>,
     sbuf: Option<u64>,
+    /// `MODE E`, and the connections a retrieve opens in it.
+    extended: bool,
+    parallelism: u32,
     transferring: bool,
     quit_after_transfer: bool,
     queued: VecDeque<Result<Command, CommandError>>,
@@ -146,6 +149,8 @@ impl Session {
             rest: 0,
             rename_from: None,
             sbuf: None,
+            extended: false,
+            parallelism: 1,
             transferring: false,
             quit_after_transfer: false,
             queued: VecDeque::new(),

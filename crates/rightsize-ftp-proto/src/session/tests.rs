@@ -565,3 +565,28 @@ fn listing_the_zero_directory_shows_example_sizes() {
         Err(FsError::PermissionDenied)
     );
 }
+
+#[test]
+fn mode_e_retrieves_over_the_connections_asked_for_from_the_active_side_only() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert_eq!(text(&c.send("MODE E")), "200 Mode set to E.\r\n");
+    assert_eq!(c.codes("OPTS RETR Parallelism=4,4,4;"), [200]);
+    assert_eq!(c.codes("OPTS RETR Parallelism=99,1,99;"), [501]);
+    assert_eq!(c.codes("PORT 198,18,0,2,200,0"), [200]);
+    let plan = c.transfer("RETR /pub/a.bin");
+    assert_eq!(plan.extended, Some(4));
+    c.done(TransferOutcome::Complete { bytes: 3 });
+    // The PORT address stays for the next file, as a tree needs.
+    assert_eq!(c.transfer("RETR /pub/a.bin").endpoint, plan.endpoint);
+    c.done(TransferOutcome::Complete { bytes: 3 });
+    // A listing goes over one connection.
+    assert_eq!(c.transfer("MLSD /pub").extended, Some(1));
+    c.done(TransferOutcome::Complete { bytes: 3 });
+    // The receiver listens: a passive RETR in MODE E is refused; stores
+    // run in MODE S only.
+    assert_eq!(c.codes("PASV"), [227]);
+    assert_eq!(c.codes("RETR /pub/a.bin"), [425]);
+    assert_eq!(c.codes("STOR /pub/new.bin"), [504]);
+    assert_eq!(text(&c.send("MODE S")), "200 Mode set to S.\r\n");
+    assert_eq!(c.transfer("LIST").extended, None);
+}

@@ -34,6 +34,7 @@ use rightsize_tune::{Peer, Role, Tuner};
 use crate::tuning;
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
+use super::extended;
 use super::host::FsHost;
 use super::limits::Slot;
 use super::telemetry::TransferLog;
@@ -281,8 +282,11 @@ impl Conn {
         let (request, tuner) =
             self.shared
                 .data_plan(plan.sbuf, self.host.inner().tune(), role, peer);
-        // A listing is too short to tune.
-        let tuner = tuner.filter(|_| !matches!(plan.kind, TransferKind::Listing(_)));
+        // A listing is too short to tune; MODE E's connections are not
+        // tuned yet.
+        let tuner = tuner
+            .filter(|_| !matches!(plan.kind, TransferKind::Listing(_)) && plan.extended.is_none());
+        let extended = plan.extended;
         let params = DataParams {
             control_peer: self.peer.ip(),
             request,
@@ -326,25 +330,37 @@ impl Conn {
                 let slot = |inbox: Option<Inbox>| {
                     *thread_inbox.lock().unwrap_or_else(PoisonError::into_inner) = inbox;
                 };
-                let mut report = data::run(
-                    endpoint,
-                    flow,
-                    &params,
-                    &thread_abort,
-                    &progress,
-                    &mut |socket| {
-                        monitor = log.start(socket, &progress, tuning.take());
-                        let inbox = monitor.as_ref().and_then(Monitor::inbox);
-                        if let (Some(inbox), Some(inputs), Some(to)) = (&inbox, inputs, probe_to) {
-                            match tuning::start_prober(inputs, to, inbox) {
-                                Ok(p) => prober = p,
-                                Err(e) => probe_log.log(&format!("{client}: no probes: {e}")),
-                            }
+                let mut on_connect = |socket: &TcpStream| {
+                    monitor = log.start(socket, &progress, tuning.take());
+                    let inbox = monitor.as_ref().and_then(Monitor::inbox);
+                    if let (Some(inbox), Some(inputs), Some(to)) = (&inbox, inputs, probe_to) {
+                        match tuning::start_prober(inputs, to, inbox) {
+                            Ok(p) => prober = p,
+                            Err(e) => probe_log.log(&format!("{client}: no probes: {e}")),
                         }
-                        slot(inbox);
-                    },
-                    &|| control_open(&control),
-                );
+                    }
+                    slot(inbox);
+                };
+                let mut report = match (extended, endpoint, flow) {
+                    (Some(streams), Endpoint::Active(addr), Flow::Send(source)) => extended::run(
+                        addr,
+                        source,
+                        streams,
+                        &params,
+                        &thread_abort,
+                        &progress,
+                        &mut on_connect,
+                    ),
+                    (_, endpoint, flow) => data::run(
+                        endpoint,
+                        flow,
+                        &params,
+                        &thread_abort,
+                        &progress,
+                        &mut on_connect,
+                        &|| control_open(&control),
+                    ),
+                };
                 drop(prober);
                 slot(None);
                 // Stopped before TransferDone is sent: every notice of the

@@ -123,11 +123,11 @@ impl AbortHandle {
         }
     }
 
-    fn is_aborted(&self) -> bool {
+    pub(super) fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::SeqCst)
     }
 
-    fn watch(&self, socket: &TcpStream) {
+    pub(super) fn watch(&self, socket: &TcpStream) {
         if let Ok(clone) = socket.try_clone() {
             *self.socket.lock().unwrap_or_else(PoisonError::into_inner) = Some(clone);
         }

@@ -13,6 +13,7 @@
 
 mod connection;
 mod data;
+mod extended;
 mod host;
 mod limits;
 mod telemetry;
