@@ -187,6 +187,12 @@ pub enum ModeEError {
         /// EODs seen so far.
         eods: u64,
     },
+    /// The connections ended and no EOF block came.
+    #[error("the data connections ended with no EOF block ({eods} EODs seen)")]
+    NoEof {
+        /// EODs seen.
+        eods: u64,
+    },
     /// A connection ended inside a block or its header.
     #[error("the connection ended {where_}")]
     Truncated {
@@ -582,14 +588,33 @@ impl Assembly {
         &self.received
     }
 
-    /// At the end: an error unless every byte of the size arrived.
+    /// At the end: an error unless the EOF and all the EODs it announced
+    /// arrived, and every byte with them ([`Assembly::whole`]).
+    pub fn complete(&self) -> Result<(), ModeEError> {
+        match self.announced {
+            None => Err(ModeEError::NoEof { eods: self.eods }),
+            Some(announced) if self.eods < announced => Err(ModeEError::Connections {
+                what: "the data connections ended early",
+                announced,
+                eods: self.eods,
+            }),
+            _ => self.whole(),
+        }
+    }
+
+    /// At the end: an error unless every byte of the size arrived (with
+    /// no size, every byte up to the last one received).
     pub fn whole(&self) -> Result<(), ModeEError> {
-        match self.size {
-            Some(size) if !self.received.covers(size) => Err(ModeEError::Missing {
+        let size = self
+            .size
+            .unwrap_or_else(|| self.received.as_slice().last().map_or(0, |r| r.1));
+        if self.received.covers(size) {
+            Ok(())
+        } else {
+            Err(ModeEError::Missing {
                 received: self.received.to_string(),
                 size,
-            }),
-            _ => Ok(()),
+            })
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Real FTP clients against `rightsize serve`: curl, lftp, Python's ftplib,
 //! tnftp and globus-url-copy each download and upload a 64 MiB random file,
-//! and the bytes must be identical. The clients come from `scripts/setup`;
+//! and the bytes must be identical; globus-url-copy also over four streams
+//! in MODE E (`-p 4`), a file and a tree (`-r -cd`, with and without
+//! `-fast`) each way. The clients come from `scripts/setup`;
 //! a missing one fails the test (CI must run them, not skip them).
 #![allow(clippy::unwrap_used)]
 
@@ -277,4 +279,59 @@ fn globus_url_copy_downloads_a_file_and_a_tree_over_four_streams_in_mode_e() {
         &f.content[..1000]
     );
     assert_eq!(std::fs::read(tree.join("empty.bin")).unwrap(), b"");
+}
+
+#[test]
+fn globus_url_copy_uploads_a_file_and_a_tree_over_four_streams_in_mode_e() {
+    let f = Fixture::new(7);
+    run(
+        "globus-url-copy -p 4 upload",
+        Command::new("globus-url-copy")
+            .args(["-p", "4"])
+            .arg(format!("file://{}", f.local().display()))
+            .arg(format!(
+                "ftp://{USER}:{PASSWORD}@{}/up/p4.bin",
+                f.host_port()
+            )),
+    );
+    f.assert_same(&f.root().join("up/p4.bin"), "globus-url-copy -p 4 upload");
+    // A tree, with and without -fast (which keeps the data connections
+    // open from one file to the next).
+    let tree = f.dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("big.bin"), &f.content).unwrap();
+    std::fs::write(tree.join("sub/small.bin"), &f.content[..1000]).unwrap();
+    std::fs::write(tree.join("empty.bin"), b"").unwrap();
+    for (name, fast) in [("t1", false), ("t2", true)] {
+        let mut cmd = Command::new("globus-url-copy");
+        if fast {
+            cmd.arg("-fast");
+        }
+        run(
+            "globus-url-copy -r -cd -p 4 upload",
+            cmd.args(["-r", "-cd", "-p", "4"])
+                .arg(format!("file://{}/", tree.display()))
+                .arg(format!(
+                    "ftp://{USER}:{PASSWORD}@{}/up/{name}/",
+                    f.host_port()
+                )),
+        );
+        let up = f.root().join("up").join(name);
+        f.assert_same(&up.join("big.bin"), "the tree's big.bin");
+        assert_eq!(
+            std::fs::read(up.join("sub/small.bin")).unwrap(),
+            &f.content[..1000]
+        );
+        assert_eq!(std::fs::read(up.join("empty.bin")).unwrap(), b"");
+        let mut names: Vec<_> = std::fs::read_dir(&up)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["big.bin", "empty.bin", "sub"],
+            "nothing else is left"
+        );
+    }
 }

@@ -179,3 +179,82 @@ fn user_reply_is_the_same_for_known_and_unknown_users_and_wrong_passwords_wait()
         known_wrong >= Duration::from_millis(900) && unknown_wrong >= Duration::from_millis(900)
     );
 }
+
+/// The wire bytes of a MODE E block: descriptor, count, offset, data.
+fn block(descriptor: u8, offset: u64, data: &[u8]) -> Vec<u8> {
+    let mut out = vec![descriptor];
+    out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A MODE E upload of `pub/e.bin` over `streams`, each given its bytes
+/// (then closed); returns the final reply.
+fn mode_e_upload(f: &Fixture, streams: &[Vec<u8>]) -> rightsize_ftp_proto::Reply {
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    assert_eq!(c.cmd("MODE E").code(), 200);
+    let data_addr = c.epsv();
+    assert_eq!(c.cmd("STOR pub/e.bin").code(), 150);
+    for bytes in streams {
+        let mut data = TcpStream::connect(data_addr).unwrap();
+        data.write_all(bytes).unwrap();
+    }
+    c.reply()
+}
+
+#[test]
+fn a_mode_e_upload_in_blocks_out_of_order_over_two_connections_is_whole() {
+    let f = Fixture::new();
+    let content = random_bytes(300_000, 8);
+    let (a, b) = content.split_at(100_000);
+    let mut first = block(0, 100_000, b);
+    first.extend(block(8 | 64, 0, &[]));
+    let mut second = block(0, 0, a);
+    second.extend(block(8, 0, &[]));
+    // The EOF block's offset counts the connections: 2.
+    first.splice(first.len() - 8.., 2u64.to_be_bytes());
+    let reply = mode_e_upload(&f, &[first, second]);
+    assert_eq!(reply.code(), 226, "{reply:?}");
+    assert_eq!(std::fs::read(f.file("pub/e.bin")).unwrap(), content);
+}
+
+#[test]
+fn bad_mode_e_uploads_fail_clearly_and_leave_nothing_under_the_name() {
+    let f = Fixture::new();
+    let eof = |n: u64| {
+        let mut b = block(8 | 64, 0, &[]);
+        b.splice(b.len() - 8.., n.to_be_bytes());
+        b
+    };
+    let cases: [(&str, Vec<Vec<u8>>, &str); 4] = [
+        (
+            "overlapping blocks",
+            vec![[block(0, 0, b"abcd"), block(0, 2, b"cd"), eof(1)].concat()],
+            "overlaps bytes already received",
+        ),
+        (
+            "a connection that dies inside a block",
+            vec![block(0, 0, &[7u8; 1000])[..500].to_vec()],
+            "the connection ended after 483 of the 1000 bytes",
+        ),
+        (
+            "more EODs than the EOF announced",
+            vec![[block(0, 0, b"ab"), block(8, 0, &[])].concat(), eof(1)],
+            "more EODs than connections",
+        ),
+        (
+            "a hole",
+            vec![[block(0, 5, b"late"), eof(1)].concat()],
+            "bytes missing: received 5-9 of 9",
+        ),
+    ];
+    for (what, streams, expected) in cases {
+        let reply = mode_e_upload(&f, &streams);
+        assert!(
+            reply.code() >= 400 && reply.text().contains(expected),
+            "{what}: {reply:?}"
+        );
+        assert_eq!(f.names(), ["ten.txt"], "{what}: something was left");
+    }
+}

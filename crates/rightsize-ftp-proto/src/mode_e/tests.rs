@@ -208,6 +208,31 @@ fn overlaps_bytes_past_the_size_a_second_eof_and_missing_bytes_are_errors() {
         a.whole().unwrap_err().to_string(),
         "the transfer ended with bytes missing: received 2-6 of 10"
     );
+    assert_eq!(
+        Assembly::new(None, Ranges::new())
+            .complete()
+            .unwrap_err()
+            .to_string(),
+        "the data connections ended with no EOF block (0 EODs seen)"
+    );
+    let mut early = Assembly::new(None, Ranges::new());
+    early.item(&Item::Eof { connections: 4 }).unwrap();
+    early.item(&Item::Eod).unwrap();
+    assert_eq!(
+        early.complete().unwrap_err().to_string(),
+        "the data connections ended early: the EOF announced 4 connections, 1 EODs seen"
+    );
+    // With no size, a hole is found too.
+    let mut c = Assembly::new(None, Ranges::new());
+    c.item(&Item::Data {
+        offset: 4,
+        bytes: b"x",
+    })
+    .unwrap();
+    assert_eq!(
+        c.whole().unwrap_err().to_string(),
+        "the transfer ended with bytes missing: received 4-5 of 5"
+    );
     let mut b = Assembly::new(None, Ranges::new());
     b.item(&Item::Eod).unwrap();
     b.item(&Item::Eod).unwrap();

@@ -334,7 +334,7 @@ fn take_endpoint(session: &mut Session) -> Option<DataEndpoint> {
 
 fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<Output> {
     // MODE E: the sender connects (GFD.20); a listing goes over one
-    // connection. Only sending is offered here so far.
+    // connection; a store takes the connections the client opens.
     let extended = match (&kind, session.extended, &session.data) {
         (_, false, _) => None,
         (TransferKind::Retrieve { .. }, true, DataSetup::Active(_)) => Some(session.parallelism),
@@ -345,17 +345,25 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
                 "In MODE E the sender opens the data connections: send PORT or EPRT first.",
             );
         }
-        (TransferKind::Store { .. }, true, _) => {
+        (TransferKind::Store { append: false, .. }, true, DataSetup::Passive(_)) => {
+            Some(session.parallelism)
+        }
+        (TransferKind::Store { append: false, .. }, true, _) => {
             return reply(
-                504,
-                "This server sends in MODE E (RETR, listings) but receives only in MODE S.",
+                425,
+                "In MODE E the receiver listens: send PASV or EPSV before STOR.",
             );
         }
+        (TransferKind::Store { append: true, .. }, true, _) => {
+            return reply(504, "APPE is not offered in MODE E; use STOR.");
+        }
     };
-    // In MODE E the client's PORT address stays for the next transfers
-    // (GridFTP clients send it once for a whole tree).
+    // In MODE E the data address (the client's PORT, or this server's
+    // PASV listener) stays for the next transfers: GridFTP clients send it
+    // once for a whole tree.
     let endpoint = match (extended, session.data) {
         (Some(_), DataSetup::Active(addr)) => Some(DataEndpoint::Active(addr)),
+        (Some(_), DataSetup::Passive(addr)) => Some(DataEndpoint::Passive(addr)),
         _ => take_endpoint(session),
     };
     let Some(endpoint) = endpoint else {

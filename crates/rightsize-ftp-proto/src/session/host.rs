@@ -104,7 +104,8 @@ pub trait ServerHost {
 /// Where the data connection comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataEndpoint {
-    /// Accept on the listener [`ServerHost::open_passive`] opened.
+    /// Accept on the listener [`ServerHost::open_passive`] opened (kept
+    /// for the next transfers in MODE E, used up otherwise).
     Passive(SocketAddr),
     /// Connect to the client's address (PORT/EPRT, already checked).
     Active(SocketAddr),
@@ -167,6 +168,9 @@ pub enum TransferOutcome {
     NetworkError(String),
     /// Reading or writing the local file failed (disk full, I/O error).
     LocalError(String),
+    /// The client's data broke the protocol (a MODE E block out of place):
+    /// the reply says what was wrong.
+    BadData(String),
     /// The client sent ABOR.
     Aborted,
 }

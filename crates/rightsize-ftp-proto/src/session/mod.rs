@@ -276,6 +276,10 @@ impl Session {
             TransferOutcome::LocalError(_) => {
                 Reply::trusted(451, "Local error in processing; transfer aborted.".into())
             }
+            TransferOutcome::BadData(why) => Reply::trusted(
+                451,
+                format!("Transfer aborted: {}.", why.replace(['\r', '\n'], " ")),
+            ),
             TransferOutcome::Aborted => {
                 Reply::trusted(426, "Connection closed; transfer aborted.".into())
             }

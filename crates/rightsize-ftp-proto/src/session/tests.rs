@@ -582,11 +582,18 @@ fn mode_e_retrieves_over_the_connections_asked_for_from_the_active_side_only() {
     // A listing goes over one connection.
     assert_eq!(c.transfer("MLSD /pub").extended, Some(1));
     c.done(TransferOutcome::Complete { bytes: 3 });
-    // The receiver listens: a passive RETR in MODE E is refused; stores
-    // run in MODE S only.
+    // The receiver listens: a passive RETR in MODE E is refused, and so
+    // is an active STOR.
+    assert_eq!(c.codes("STOR /pub/new.bin"), [425]);
+    assert_eq!(c.codes("APPE /pub/new.bin"), [504]);
     assert_eq!(c.codes("PASV"), [227]);
     assert_eq!(c.codes("RETR /pub/a.bin"), [425]);
-    assert_eq!(c.codes("STOR /pub/new.bin"), [504]);
+    let plan = c.transfer("STOR /pub/new.bin");
+    assert_eq!(plan.extended, Some(4));
+    c.done(TransferOutcome::Complete { bytes: 3 });
+    assert_eq!(c.transfer("STOR /pub/other.bin").endpoint, plan.endpoint);
+    c.done(TransferOutcome::Complete { bytes: 3 });
     assert_eq!(text(&c.send("MODE S")), "200 Mode set to S.\r\n");
+    c.send("PASV");
     assert_eq!(c.transfer("LIST").extended, None);
 }

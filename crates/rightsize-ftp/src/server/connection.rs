@@ -79,6 +79,8 @@ struct Conn {
     /// Echoes the client's probes and sends it packet trains, once it
     /// asked with `OPTS RIGHTSIZE ON UDP=<port>`.
     responder: Option<Responder>,
+    /// MODE E data connections the client keeps open between uploads.
+    cached: Vec<TcpStream>,
 }
 
 /// Serves one control connection to its end. `slot` is the connection's
@@ -123,6 +125,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         running: None,
         transfers: 0,
         responder: None,
+        cached: Vec::new(),
     };
     conn.shared.log(&format!("{peer}: connected"));
     if conn.act(vec![greeting]) {
@@ -256,7 +259,11 @@ impl Conn {
         let flow = self.open_flow(&plan.kind)?;
         let endpoint = match plan.endpoint {
             DataEndpoint::Active(addr) => Endpoint::Active(addr),
-            DataEndpoint::Passive(addr) => match self.host.inner().take_listener(addr) {
+            DataEndpoint::Passive(addr) => match if plan.extended.is_some() {
+                self.host.inner().share_listener(addr)
+            } else {
+                self.host.inner().take_listener(addr)
+            } {
                 Some(listener) => Endpoint::Passive(listener),
                 None => {
                     return Err(TransferOutcome::DataConnectFailed(
@@ -287,6 +294,13 @@ impl Conn {
         let tuner = tuner
             .filter(|_| !matches!(plan.kind, TransferKind::Listing(_)) && plan.extended.is_none());
         let extended = plan.extended;
+        // Kept connections serve the next MODE E upload only.
+        let cached = std::mem::take(&mut self.cached);
+        let cached = if extended.is_some() && matches!(plan.kind, TransferKind::Store { .. }) {
+            cached
+        } else {
+            Vec::new()
+        };
         let params = DataParams {
             control_peer: self.peer.ip(),
             request,
@@ -351,6 +365,17 @@ impl Conn {
                         &progress,
                         &mut on_connect,
                     ),
+                    (Some(_), Endpoint::Passive(listener), Flow::Receive(sink)) => {
+                        extended::receive(
+                            listener,
+                            cached,
+                            sink,
+                            &params,
+                            &thread_abort,
+                            &progress,
+                            &mut on_connect,
+                        )
+                    }
                     (_, endpoint, flow) => data::run(
                         endpoint,
                         flow,
@@ -482,7 +507,8 @@ impl Conn {
         }
     }
 
-    fn transfer_done(&mut self, report: Box<data::DataReport>) -> bool {
+    fn transfer_done(&mut self, mut report: Box<data::DataReport>) -> bool {
+        self.cached = std::mem::take(&mut report.kept);
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
         }

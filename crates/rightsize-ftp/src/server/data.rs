@@ -58,6 +58,8 @@ pub enum Source {
 pub trait StoreTarget: Send + std::fmt::Debug {
     /// Appends bytes.
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Writes bytes at an offset (MODE E blocks come in any order).
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
     /// Makes the file appear under its final name, after the last byte.
     fn commit(self: Box<Self>) -> io::Result<()>;
 }
@@ -157,6 +159,8 @@ pub struct DataReport {
     /// The data socket's `TCP_INFO` after the last byte (the `226` carries
     /// its summary to a rightsize client).
     pub final_tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
+    /// MODE E connections the client keeps open for its next transfer.
+    pub kept: Vec<TcpStream>,
 }
 
 /// Counters a running transfer shares with observers (telemetry).
@@ -189,6 +193,7 @@ pub fn run(
         final_buffers: None,
         monitor: None,
         final_tcp_info: None,
+        kept: Vec::new(),
     };
     let stream = match connect(endpoint, params, abort, &mut report) {
         Ok(stream) => stream,

@@ -86,6 +86,15 @@ impl FsHost {
     }
 
     /// The passive listener opened at `addr`, for the transfer that uses it.
+    /// A second handle on the passive listener at `addr`, which stays
+    /// (MODE E keeps it for the next transfers).
+    pub(super) fn share_listener(&self, addr: SocketAddr) -> Option<TcpListener> {
+        match &self.passive {
+            Some((at, listener)) if *at == addr => listener.try_clone().ok(),
+            _ => None,
+        }
+    }
+
     pub(super) fn take_listener(&mut self, addr: SocketAddr) -> Option<TcpListener> {
         match self.passive.take() {
             Some((at, listener)) if at == addr => Some(listener),
@@ -166,6 +175,10 @@ struct Pending(PendingFile);
 impl StoreTarget for Pending {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.0.file().write_all(bytes)
+    }
+
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(self.0.file(), bytes, offset)
     }
 
     fn commit(self: Box<Self>) -> io::Result<()> {
