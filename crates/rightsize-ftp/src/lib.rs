@@ -4,6 +4,7 @@
 //! buffer request is applied before the handshake and read back. [`client`]
 //! is `rightsize get` and `rightsize put`.
 
+mod blocks;
 pub mod client;
 pub mod server;
 pub mod telemetry;

@@ -87,6 +87,13 @@ pub struct TransferArgs {
     #[arg(short = 'C', long = "continue")]
     pub resume: bool,
 
+    /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
+    /// 64; the server must speak MODE E (rightsize serve, globus-gridftp-server). The tuners do
+    /// not size the streams yet: the kernel does, or --rcvbuf/--sndbuf for each stream. A download
+    /// that fails keeps no part file (its blocks arrive in any order).
+    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64), conflicts_with_all = ["resume", "tune"])]
+    pub parallel: Option<u32>,
+
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
     /// ADLER32). A mismatch fails and keeps the download from its name; a server without CKSM is
     /// reported as "not verified".
@@ -202,6 +209,9 @@ fn parse_window_clamp(input: &str) -> Result<u32, String> {
 impl TransferArgs {
     /// The tuner: `--tune`, else auto unless buffers are fixed by hand.
     fn tune(&self) -> Option<TunerSpec> {
+        if self.parallel.is_some() {
+            return None;
+        }
         match &self.tune {
             Some(spec) => Some(*spec),
             None if self.rcvbuf.is_some()
@@ -267,6 +277,7 @@ impl TransferArgs {
             telemetry: self.telemetry(url),
             write_size: None,
             resume: self.resume,
+            streams: self.parallel.unwrap_or(1),
         }
     }
 }

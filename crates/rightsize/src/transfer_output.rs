@@ -251,6 +251,13 @@ pub fn summary_text(report: &Report) -> String {
         report.data_mode.verb(),
         report.data_peer
     );
+    if report.streams > 1 {
+        let _ = writeln!(
+            out,
+            "  over {} parallel streams (MODE E); buffers per stream",
+            report.streams
+        );
+    }
     if report.resumed_bytes > 0 {
         let _ = writeln!(
             out,
@@ -389,6 +396,7 @@ pub fn summary_json(report: &Report) -> Value {
         "local_path": report.local_path,
         "bytes": report.bytes,
         "resumed_bytes": report.resumed_bytes,
+        "streams": report.streams,
         "expected_bytes": report.expected_bytes,
         "seconds": report.elapsed.as_secs_f64(),
         "goodput_bps": report.goodput_bps(),

@@ -427,3 +427,75 @@ fn pyftpdlib_put_resumes_after_the_bytes_the_server_has() {
     assert_eq!(json(&output)["resumed_bytes"], 777);
     assert_eq!(json(&output)["bytes"], (data.len() - 777) as u64);
 }
+
+#[test]
+fn globus_get_and_put_over_four_streams_verified() {
+    let server = globus();
+    let data = random_bytes(24 * MIB + 5, 10);
+    let remote = files_dir(&server).join("p4.bin");
+    write_public(&remote, &data);
+    let url = server.url(&format!("/{}", remote.display()));
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("p4.bin");
+    let output = rightsize(&[
+        "get",
+        &url,
+        "-P",
+        "4",
+        "-o",
+        target.to_str().unwrap(),
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "downloaded bytes differ");
+    let summary = json(&output);
+    assert_eq!(summary["streams"], 4);
+    assert_eq!(summary["bytes"], data.len() as u64);
+    assert_eq!(summary["checksum"]["verified"], true);
+    assert_eq!(names_in(out.path()), ["p4.bin"]);
+
+    let up = files_dir(&server).join("p4-up.bin");
+    let up_url = server.url(&format!("/{}", up.display()));
+    let output = rightsize(&[
+        "put",
+        target.to_str().unwrap(),
+        &up_url,
+        "--parallel",
+        "4",
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&up, &data), "uploaded bytes differ");
+    assert_eq!(json(&output)["streams"], 4);
+    assert_eq!(json(&output)["checksum"]["verified"], true);
+}
+
+#[test]
+fn parallel_streams_against_a_server_without_mode_e_fail_clearly() {
+    let server = vsftpd();
+    write_public(&files_dir(&server).join("f.bin"), b"data");
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("f.bin");
+    let output = rightsize(&[
+        "get",
+        &server.url("/f.bin"),
+        "-P",
+        "4",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = stderr_lines(&output);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].contains("does not send over parallel streams (MODE E answered \"504"),
+        "{stderr:?}"
+    );
+    assert!(
+        names_in(out.path()).is_empty(),
+        "{:?}",
+        names_in(out.path())
+    );
+}

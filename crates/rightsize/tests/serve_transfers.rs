@@ -199,6 +199,8 @@ fn mode_e_upload(f: &Fixture, streams: &[Vec<u8>]) -> rightsize_ftp_proto::Reply
     for bytes in streams {
         let mut data = TcpStream::connect(data_addr).unwrap();
         data.write_all(bytes).unwrap();
+        // In order: each connection's blocks are read before the next's.
+        std::thread::sleep(Duration::from_millis(50));
     }
     c.reply()
 }
@@ -240,8 +242,12 @@ fn bad_mode_e_uploads_fail_clearly_and_leave_nothing_under_the_name() {
         ),
         (
             "more EODs than the EOF announced",
-            vec![[block(0, 0, b"ab"), block(8, 0, &[])].concat(), eof(1)],
-            "more EODs than connections",
+            vec![
+                [block(0, 0, b"ab"), block(8, 0, &[])].concat(),
+                block(8, 0, &[]),
+                [block(64, 0, &[])[..9].to_vec(), 1u64.to_be_bytes().to_vec()].concat(),
+            ],
+            "fewer connections than EODs already seen",
         ),
         (
             "a hole",
@@ -257,4 +263,48 @@ fn bad_mode_e_uploads_fail_clearly_and_leave_nothing_under_the_name() {
         );
         assert_eq!(f.names(), ["ten.txt"], "{what}: something was left");
     }
+}
+
+#[test]
+fn rightsize_get_and_put_over_four_streams_verified() {
+    let f = Fixture::new();
+    let content = random_bytes(9 << 20, 12);
+    std::fs::write(f.file("pub/p.bin"), &content).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("p.bin");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let url = format!("ftp://alice:pw-alice@{}/pub/p.bin", f.serve.addr);
+    let summary = run(&[
+        "get",
+        &url,
+        "-P",
+        "4",
+        "-o",
+        target.to_str().unwrap(),
+        "--verify",
+        "--json",
+    ]);
+    assert_eq!(std::fs::read(&target).unwrap(), content);
+    assert_eq!(summary["streams"], 4);
+    assert_eq!(summary["checksum"]["verified"], true);
+    let up = format!("ftp://alice:pw-alice@{}/pub/p-up.bin", f.serve.addr);
+    let summary = run(&[
+        "put",
+        target.to_str().unwrap(),
+        &up,
+        "-P",
+        "4",
+        "--verify",
+        "--json",
+    ]);
+    assert_eq!(std::fs::read(f.file("pub/p-up.bin")).unwrap(), content);
+    assert_eq!(summary["streams"], 4);
+    assert_eq!(summary["checksum"]["verified"], true);
 }

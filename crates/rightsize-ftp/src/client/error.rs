@@ -249,6 +249,32 @@ pub enum ClientError {
         /// `SIGINT` or `SIGTERM`.
         signal: &'static str,
     },
+    /// `-P` asked for something it cannot do.
+    #[error("{why}")]
+    Parallel {
+        /// Why.
+        why: &'static str,
+    },
+    /// `-P` needs GridFTP's MODE E, and the server refused it.
+    #[error("{server} does not send over parallel streams (MODE E answered \"{reply}\"); drop -P")]
+    NoParallel {
+        /// The server's address.
+        server: SocketAddr,
+        /// The reply, on one line.
+        reply: String,
+    },
+    /// A MODE E transfer's streams failed.
+    #[error("{server}: {verb} \"{path}\" over parallel streams failed: {why}")]
+    Streams {
+        /// The server's address.
+        server: SocketAddr,
+        /// `RETR` or `STOR`.
+        verb: &'static str,
+        /// The remote path.
+        path: String,
+        /// What went wrong.
+        why: String,
+    },
     /// A resume needs `REST`, and the server refused it.
     #[error("{server} cannot resume \"{path}\" at byte {offset}: REST answered \"{reply}\"")]
     NoRestart {

@@ -145,6 +145,13 @@ impl PartFile {
         self.discarded = true;
     }
 
+    /// Writes `bytes` at `offset` (MODE E blocks come in any order).
+    pub(crate) fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.file, bytes, offset)?;
+        self.len = self.len.max(offset + bytes.len() as u64);
+        Ok(())
+    }
+
     /// Appends `bytes`.
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
         self.file

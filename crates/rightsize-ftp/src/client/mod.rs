@@ -32,6 +32,7 @@ mod data;
 mod error;
 mod features;
 mod local;
+mod parallel;
 mod ping;
 mod pump;
 mod session;
@@ -104,6 +105,9 @@ pub struct Options {
     /// after the bytes the server already has under the name (`SIZE`).
     /// Both with `REST`.
     pub resume: bool,
+    /// Data streams: 1 is stream mode over one connection; more is
+    /// GridFTP's MODE E over that many (`-P`), with no tuner yet.
+    pub streams: u32,
 }
 
 /// Where and how often to record the data connection (`--telemetry`).
@@ -130,6 +134,7 @@ impl Default for Options {
             telemetry: None,
             write_size: None,
             resume: false,
+            streams: 1,
         }
     }
 }
@@ -239,6 +244,8 @@ pub struct Report {
     /// Bytes already there that the transfer resumed after
     /// ([`Options::resume`]); 0 for a whole transfer.
     pub resumed_bytes: u64,
+    /// Data connections: 1, or MODE E's streams ([`Options::streams`]).
+    pub streams: u32,
     /// From the data connection being ready to its end.
     pub elapsed: Duration,
     /// The server's control address.

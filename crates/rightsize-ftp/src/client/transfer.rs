@@ -56,6 +56,9 @@ pub fn get(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
+    if options.streams > 1 {
+        return super::parallel::get(url, output, options, options.streams, observer);
+    }
     let path = url.path();
     let name = url.file_name().ok_or_else(|| ClientError::NoFileName {
         url: url.to_string(),
@@ -180,6 +183,9 @@ pub fn put(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
+    if options.streams > 1 {
+        return super::parallel::put(local, url, options, options.streams, observer);
+    }
     let local_error = |op| {
         move |source| ClientError::Local {
             op,
@@ -328,7 +334,7 @@ pub fn local_target(output: &Path, name: &[u8]) -> PathBuf {
 }
 
 /// The URL's path, with the local file name appended when it ends in `/`.
-fn remote_path(url: &FtpUrl, local: &Path) -> Vec<u8> {
+pub(crate) fn remote_path(url: &FtpUrl, local: &Path) -> Vec<u8> {
     let mut path = url.path().to_vec();
     if url.file_name().is_none()
         && let Some(name) = local.file_name()
@@ -357,7 +363,7 @@ fn drain(stream: &mut TcpStream) {
 
 /// The checksum to compute while moving the bytes, if `--verify` and the
 /// server offers one; warns when it does not.
-fn start_checksum<S>(
+pub(crate) fn start_checksum<S>(
     session: &Session<S>,
     options: &Options,
     observer: &mut dyn Observer,
@@ -374,7 +380,7 @@ fn start_checksum<S>(
     }
 }
 
-fn finish_checksum<S: Read + Write>(
+pub(crate) fn finish_checksum<S: Read + Write>(
     session: &mut Session<S>,
     checksum: Option<Checksum>,
     path: &[u8],
@@ -458,6 +464,7 @@ impl DataDone {
             local_path: None,
             bytes: 0,
             resumed_bytes: 0,
+            streams: 1,
             elapsed: Duration::ZERO,
             server: self.peer,
             data_mode: self.mode,

@@ -1,0 +1,446 @@
+//! GridFTP's MODE E over sockets, for the server and the client alike:
+//! [`send`] spreads a file's blocks over connected streams, [`receive`]
+//! takes the blocks of every connection a peer opens and writes them at
+//! their offsets. The wire format and the bookkeeping are
+//! `rightsize_ftp_proto::mode_e`'s; here are the threads and the sockets.
+//!
+//! Sending: the streams take the next block (`mode_e::Blocks`) in turn
+//! until none is left, as the Globus server does (256 KiB blocks); each
+//! ends with an empty EOD block, the first with EOD and EOF (which counts
+//! the streams); the close bit is set and the streams are shut down: data
+//! channels are not kept after a send.
+//!
+//! Receiving: the peer may open connections until the EODs its EOF
+//! counted are in; a connection that ends its data with EOD and no close
+//! bit is given back open, for the peer's next transfer (globus-url-copy
+//! `-fast` keeps them). The transfer is whole only when the bytes cover the
+//! file from 0 with no hole (`mode_e::Assembly::complete`).
+//!
+//! Guarantees: a failure on any stream (a write or read error, a block out
+//! of place, a connection cut inside a block) stops them all at once and is
+//! the transfer's outcome; only connections from the expected peer are
+//! accepted; nothing blocks past the connect timeout (no connection) or
+//! the idle timeout (a connection moving nothing).
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rightsize_ftp_proto::mode_e::{
+    Assembly, BlockReader, Blocks, Header, Item, MAX_PARALLELISM, descriptor,
+};
+use rightsize_sys::poll;
+
+/// Bytes per block, as the Globus server sends them.
+pub(crate) const BLOCK_BYTES: u64 = 256 * 1024;
+/// How often the accept loop looks for the end.
+const ACCEPT_POLL: Duration = Duration::from_millis(20);
+/// How often a receiving connection looks for the end between reads.
+const READ_POLL: Duration = Duration::from_millis(50);
+
+/// Why a MODE E transfer failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// No connection came in time, or one could not be made.
+    Connect(String),
+    /// A socket failed.
+    Network(String),
+    /// The local file failed.
+    Local(String),
+    /// The peer's blocks broke the protocol.
+    BadData(String),
+    /// Stopped from outside (an abort, a signal).
+    Stopped,
+}
+
+/// What blocks are read from.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// A file.
+    File(File),
+    /// Zeros (the benchmark source).
+    Zeros,
+    /// Bytes in memory (a listing).
+    Bytes(Vec<u8>),
+}
+
+impl Source {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self {
+            Source::File(file) => file.read_exact_at(buf, offset),
+            Source::Zeros => {
+                buf.fill(0);
+                Ok(())
+            }
+            Source::Bytes(bytes) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let piece = start
+                    .checked_add(buf.len())
+                    .and_then(|end| bytes.get(start..end))
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+                buf.copy_from_slice(piece);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where received blocks are written.
+pub(crate) trait WriteAt: Send {
+    /// Writes `bytes` at `offset`.
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
+}
+
+/// Sends `blocks` of `source` over `streams` (already connected); counts
+/// the payload in `moved`. Returns when every stream ended.
+pub(crate) fn send(
+    streams: Vec<TcpStream>,
+    source: &Source,
+    blocks: Blocks,
+    moved: &AtomicU64,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<(), Failure> {
+    let blocks = Mutex::new(blocks);
+    let failed = AtomicBool::new(false);
+    let count = streams.len() as u64;
+    let results: Vec<Result<(), Failure>> = thread::scope(|scope| {
+        let handles: Vec<_> = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, stream)| {
+                let (blocks, failed) = (&blocks, &failed);
+                let last = if i == 0 {
+                    Header {
+                        descriptor: descriptor::EOD | descriptor::EOF | descriptor::CLOSE,
+                        count: 0,
+                        offset: count,
+                    }
+                } else {
+                    Header::eod(true)
+                };
+                scope.spawn(move || {
+                    let result = send_stream(&stream, source, blocks, last, moved, &|| {
+                        stop() || failed.load(Ordering::SeqCst)
+                    });
+                    if result.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                        let _ = stream.shutdown(Shutdown::Both);
+                    } else {
+                        let _ = stream.shutdown(Shutdown::Write);
+                    }
+                    result
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(Failure::Stopped)))
+            .collect()
+    });
+    if stop() {
+        return Err(Failure::Stopped);
+    }
+    // The first real failure, not the streams it stopped.
+    let mut failures = results.into_iter().filter_map(Result::err);
+    let first = failures.next();
+    match first {
+        None => Ok(()),
+        Some(Failure::Stopped) => Err(failures
+            .find(|f| *f != Failure::Stopped)
+            .unwrap_or(Failure::Stopped)),
+        Some(failure) => Err(failure),
+    }
+}
+
+/// One stream's share: blocks until none is left, then `last`.
+fn send_stream(
+    mut stream: &TcpStream,
+    source: &Source,
+    blocks: &Mutex<Blocks>,
+    last: Header,
+    moved: &AtomicU64,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Failure> {
+    let mut buf = vec![0u8; usize::try_from(BLOCK_BYTES).unwrap_or(1 << 18)];
+    loop {
+        if stop() {
+            return Err(Failure::Stopped);
+        }
+        let next = blocks.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Some((offset, len)) = next else {
+            break;
+        };
+        let piece = &mut buf[..usize::try_from(len).unwrap_or(0)];
+        source
+            .read_exact_at(piece, offset)
+            .map_err(|e| Failure::Local(e.to_string()))?;
+        stream
+            .write_all(&Header::data(offset, len).encode())
+            .and_then(|()| stream.write_all(piece))
+            .map_err(|e| Failure::Network(e.to_string()))?;
+        moved.fetch_add(len, Ordering::Relaxed);
+    }
+    stream
+        .write_all(&last.encode())
+        .map_err(|e| Failure::Network(e.to_string()))
+}
+
+/// How a [`receive`] waits for and accepts connections.
+pub(crate) struct Incoming<'a> {
+    /// Where the peer connects.
+    pub(crate) listener: &'a TcpListener,
+    /// The only address allowed to.
+    pub(crate) peer: IpAddr,
+    /// Connections an earlier transfer kept open.
+    pub(crate) cached: Vec<TcpStream>,
+    /// How long to wait with no connection running.
+    pub(crate) connect_timeout: Duration,
+    /// How long a connection may move nothing.
+    pub(crate) idle_timeout: Duration,
+}
+
+/// What a [`receive`] saw besides its outcome.
+#[derive(Debug, Default)]
+pub(crate) struct Received {
+    /// The first connection (for its buffers and `TCP_INFO` at the end).
+    pub(crate) first: Option<TcpStream>,
+    /// When the first connection came.
+    pub(crate) started: Option<Instant>,
+    /// Connections refused because they came from another address.
+    pub(crate) strangers: u32,
+    /// Connections that ended their data with EOD and stay open.
+    pub(crate) kept: Vec<TcpStream>,
+}
+
+struct Shared<'a> {
+    assembly: Assembly,
+    sink: Option<&'a mut dyn WriteAt>,
+    failed: Option<Failure>,
+}
+
+/// Receives a transfer into `sink` (`None` discards) with `assembly`'s
+/// expectations, over `incoming`; `on_connect` sees each new connection
+/// (to set its buffers) and `on_first` the first one. Counts the payload in
+/// `moved`. Returns when the transfer is whole, failed or stopped.
+pub(crate) fn receive(
+    incoming: Incoming<'_>,
+    assembly: Assembly,
+    sink: Option<&mut dyn WriteAt>,
+    moved: &AtomicU64,
+    stop: &(dyn Fn() -> bool + Sync),
+    on_connect: &mut dyn FnMut(&TcpStream),
+    on_first: &mut dyn FnMut(&TcpStream),
+) -> (Result<Assembly, Failure>, Received) {
+    let shared = Mutex::new(Shared {
+        assembly,
+        sink,
+        failed: None,
+    });
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    let halted = || stop() || lock().failed.is_some();
+    let done = || lock().assembly.done();
+    let active = AtomicUsize::new(0);
+    let mut received = Received::default();
+    let Incoming {
+        listener,
+        peer,
+        cached,
+        connect_timeout,
+        idle_timeout,
+    } = incoming;
+    let kept = thread::scope(|scope| {
+        let mut running = Vec::new();
+        let mut handles = Vec::new();
+        let mut accepted = 0u32;
+        let mut spawn = |stream: TcpStream, received: &mut Received| {
+            let _ = stream.set_read_timeout(Some(READ_POLL));
+            if received.first.is_none() {
+                on_first(&stream);
+                received.first = stream.try_clone().ok();
+                received.started = Some(Instant::now());
+            }
+            running.extend(stream.try_clone().ok());
+            active.fetch_add(1, Ordering::SeqCst);
+            let (shared, halted, done, active) = (&shared, &halted, &done, &active);
+            handles.push(scope.spawn(move || {
+                let (kept, result) =
+                    receive_stream(stream, shared, moved, halted, done, idle_timeout);
+                if let Err(failure) = result {
+                    let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    s.failed.get_or_insert(failure);
+                }
+                active.fetch_sub(1, Ordering::SeqCst);
+                kept
+            }));
+        };
+        for stream in cached {
+            spawn(stream, &mut received);
+        }
+        // Until the EODs the EOF announced are in, more connections may
+        // come (GFD.20: one may still be opening when the others end).
+        let mut idle_since = Some(Instant::now());
+        loop {
+            if done() || halted() {
+                break;
+            }
+            if active.load(Ordering::SeqCst) > 0 {
+                idle_since = None;
+            } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= connect_timeout {
+                if received.first.is_none() {
+                    lock().failed.get_or_insert(Failure::Connect(format!(
+                        "no data connection within {connect_timeout:?}"
+                    )));
+                }
+                break;
+            }
+            if !matches!(poll::readable(listener, ACCEPT_POLL), Ok(true)) {
+                continue;
+            }
+            let stream = match listener.accept() {
+                Ok((stream, from)) if from.ip().to_canonical() == peer.to_canonical() => {
+                    let _ = stream.set_nonblocking(false);
+                    stream
+                }
+                Ok((stranger, _)) => {
+                    received.strangers += 1;
+                    drop(stranger);
+                    continue;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    lock()
+                        .failed
+                        .get_or_insert(Failure::Connect(format!("accept: {e}")));
+                    break;
+                }
+            };
+            accepted += 1;
+            if accepted > MAX_PARALLELISM {
+                lock().failed.get_or_insert(Failure::BadData(format!(
+                    "more than {MAX_PARALLELISM} data connections"
+                )));
+                break;
+            }
+            on_connect(&stream);
+            spawn(stream, &mut received);
+        }
+        // A failure stops the connections still reading at once.
+        if halted() {
+            for stream in &running {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .collect::<Vec<TcpStream>>()
+    });
+    let Shared {
+        assembly, failed, ..
+    } = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let outcome = if stop() {
+        Err(Failure::Stopped)
+    } else if let Some(failure) = failed {
+        Err(failure)
+    } else {
+        assembly
+            .complete()
+            .map(|()| assembly)
+            .map_err(|e| Failure::BadData(e.to_string()))
+    };
+    if outcome.is_ok() {
+        received.kept = kept;
+    }
+    (outcome, received)
+}
+
+/// One connection's blocks, written at their offsets, until its EOD;
+/// then the connection, unless the sender closes it. A connection that
+/// carried nothing by the time the transfer is whole is given back too.
+fn receive_stream(
+    mut stream: TcpStream,
+    shared: &Mutex<Shared<'_>>,
+    moved: &AtomicU64,
+    halted: &dyn Fn() -> bool,
+    done: &dyn Fn() -> bool,
+    idle_timeout: Duration,
+) -> (Option<TcpStream>, Result<(), Failure>) {
+    let mut reader = BlockReader::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut closing = false;
+    let mut last_data = Instant::now();
+    let bad = |e: &dyn std::fmt::Display| Failure::BadData(e.to_string());
+    loop {
+        if halted() {
+            return (None, Ok(()));
+        }
+        if reader.ended() {
+            return ((!closing).then_some(stream), Ok(()));
+        }
+        if done() {
+            return (Some(stream), Ok(()));
+        }
+        let n = match stream.read(&mut buf) {
+            Ok(0) => {
+                let result = reader.finish().map_err(|e| bad(&e)).and_then(|()| {
+                    if reader.ended() {
+                        Ok(())
+                    } else {
+                        Err(bad(&"a data connection closed before its EOD"))
+                    }
+                });
+                return (None, result);
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if last_data.elapsed() >= idle_timeout {
+                    let idle = format!("a data connection moved nothing for {idle_timeout:?}");
+                    return (None, Err(Failure::Network(idle)));
+                }
+                continue;
+            }
+            Err(e) => return (None, Err(Failure::Network(e.to_string()))),
+        };
+        last_data = Instant::now();
+        let mut items = Vec::new();
+        if let Err(e) = reader.feed(&buf[..n], &mut items) {
+            return (None, Err(bad(&e)));
+        }
+        let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        for item in &items {
+            if let Err(e) = s.assembly.item(item) {
+                return (None, Err(bad(&e)));
+            }
+            match item {
+                Item::Data { offset, bytes } => {
+                    if let Some(sink) = s.sink.as_mut()
+                        && let Err(e) = sink.write_at(*offset, bytes)
+                    {
+                        return (None, Err(Failure::Local(e.to_string())));
+                    }
+                    moved.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                }
+                Item::Close => closing = true,
+                Item::Eod | Item::Eof { .. } => {}
+            }
+        }
+    }
+}

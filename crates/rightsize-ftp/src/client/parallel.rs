@@ -1,0 +1,413 @@
+//! [`get`] and [`put`] over several streams: GridFTP's MODE E
+//! (`crate::blocks`). The sender opens the data connections (GFD.20): a
+//! download listens (`EPRT`/`PORT`) and the server connects as many times
+//! as `OPTS RETR Parallelism=N,N,N;` asks; an upload connects N times to
+//! the server's `EPSV`/`PASV` port.
+//!
+//! Guarantees: a download is written at the blocks' offsets into its part
+//! file, and renamed to its name only when the EODs the EOF counted are in,
+//! every byte of `SIZE` arrived once, the `226` came and, with `verify`,
+//! the checksum of the whole file matched; a download that fails leaves no
+//! part file (its holes could not be resumed from). The tuners do not run
+//! on these streams yet: the buffers are the kernel's, or fixed by hand.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use rightsize_ftp_proto::checksum::Checksum;
+use rightsize_ftp_proto::command::{OptsCommand, OptsOther, TransferMode};
+use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
+use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_ftp_proto::{Arg, Command, Token};
+use rightsize_sys::signals;
+use rightsize_sys::socket;
+
+use super::control::arg;
+use super::data::{self, DataMode};
+use super::error::ClientError;
+use super::local::{PartFile, Sink};
+use super::session::Session;
+use super::transfer::{finish_checksum, remote_path, start_checksum};
+use super::{Direction, Observer, Options, Output, Report};
+use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
+
+impl WriteAt for PartFile {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        PartFile::write_at(self, offset, bytes)
+    }
+}
+
+/// Downloads `url` to `output` over `streams` streams.
+pub(crate) fn get(
+    url: &FtpUrl,
+    output: &Output,
+    options: &Options,
+    streams: u32,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    let name = url.file_name().ok_or_else(|| ClientError::NoFileName {
+        url: url.to_string(),
+    })?;
+    let Output::File(target) = output else {
+        return Err(ClientError::Parallel {
+            why: "blocks arrive in any order, so -P needs a file to write to, not standard output",
+        });
+    };
+    let Sink::File(mut part) = Sink::open(&super::local_target(target, name), false)? else {
+        return Err(ClientError::Parallel {
+            why: "blocks arrive in any order, so -P needs a regular file to write to",
+        });
+    };
+    let result = get_into(url, &mut part, options, streams, observer);
+    match result {
+        Ok(mut report) => {
+            report.local_path = Some(part.commit()?);
+            Ok(report)
+        }
+        Err(e) => {
+            // Blocks land anywhere: what arrived has holes, not a prefix.
+            part.discard();
+            Err(e)
+        }
+    }
+}
+
+fn get_into(
+    url: &FtpUrl,
+    part: &mut PartFile,
+    options: &Options,
+    streams: u32,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    let path = url.path();
+    let mut session = Session::open(url, options, observer)?;
+    let size = session.size(path, observer)?;
+    let sbuf = match options.sbuf_bytes {
+        Some(bytes) => Some(session.sbuf(bytes, observer)?),
+        None => None,
+    };
+    extended_mode(&mut session, streams, observer)?;
+    let checksum = start_checksum(&session, options, observer);
+    let request = options.buffers.clone();
+    let plan = data::open_active(&mut session.control, &session.features, &request, observer)?;
+    let data::Pending::Listening(listener, _) = plan.pending else {
+        return Err(ClientError::Parallel {
+            why: "the data connections could not be listened for",
+        });
+    };
+    let retr = Command::Retr(arg(path, "path")?);
+    let reply = session.control.command(&retr, observer)?;
+    let early = if reply.is_preliminary() {
+        None
+    } else if reply.is_completion() {
+        Some(reply)
+    } else {
+        return Err(session.remote_error("RETR", path, &reply));
+    };
+    let server = session.control.server();
+    let moved = AtomicU64::new(0);
+    let incoming = Incoming {
+        listener: &listener,
+        peer: server.ip(),
+        cached: Vec::new(),
+        connect_timeout: options.connect_timeout,
+        idle_timeout: options.idle_timeout,
+    };
+    let (result, received) = blocks::receive(
+        incoming,
+        Assembly::new(size, Ranges::new()),
+        Some(part as &mut dyn WriteAt),
+        &moved,
+        &|| signals::caught().is_some(),
+        &mut |stream| {
+            let _ = socket::apply(stream.as_fd(), &request);
+        },
+        &mut |_| {},
+    );
+    let elapsed = received
+        .started
+        .map_or(std::time::Duration::ZERO, |s| s.elapsed());
+    if let Err(failure) = result {
+        return Err(failed(failure, server, "RETR", url));
+    }
+    if early.is_none() {
+        let reply = final_reply(&mut session, "RETR", observer)?;
+        if !reply.is_completion() {
+            return Err(session.remote_error("RETR", path, &reply));
+        }
+    }
+    let checksum = match checksum {
+        Some(mut c) => {
+            part.read_back(|piece| c.update(piece))?;
+            Some(c)
+        }
+        None => None,
+    };
+    let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
+    session.quit(observer);
+    let bytes = moved.load(Ordering::Relaxed);
+    Ok(report(
+        url,
+        Direction::Get,
+        (plan.mode, plan.applied, request),
+        received.first.as_ref(),
+        (bytes, elapsed, size, streams),
+        server,
+        sbuf,
+        checksum,
+    ))
+}
+
+/// Uploads `local` to `url` over `streams` streams.
+pub(crate) fn put(
+    local: &Path,
+    url: &FtpUrl,
+    options: &Options,
+    streams: u32,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    let local_error = |op| {
+        move |source| ClientError::Local {
+            op,
+            path: local.to_path_buf(),
+            source,
+        }
+    };
+    let mut file = File::open(local).map_err(local_error("open"))?;
+    let size = file.metadata().map_err(local_error("stat"))?.len();
+    let path = remote_path(url, local);
+    let mut session = Session::open(url, options, observer)?;
+    let sbuf = match options.sbuf_bytes {
+        Some(bytes) => Some(session.sbuf(bytes, observer)?),
+        None => None,
+    };
+    extended_mode(&mut session, streams, observer)?;
+    let checksum = match start_checksum(&session, options, observer) {
+        Some(mut c) => {
+            hash_file(&mut file, &mut c).map_err(local_error("read"))?;
+            Some(c)
+        }
+        None => None,
+    };
+    let request = options.buffers.clone();
+    let (mode, port) = data::passive_port(&mut session.control, observer)?;
+    let server = session.control.server();
+    let addr = SocketAddr::new(server.ip(), port);
+    let mut connections = Vec::new();
+    let mut applied = None;
+    for _ in 0..streams {
+        let (stream, a) =
+            socket::connect(addr, &request, options.connect_timeout).map_err(|source| {
+                ClientError::DataConnect {
+                    addr,
+                    mode: mode.verb(),
+                    source: Box::new(source),
+                }
+            })?;
+        let _ = stream.set_write_timeout(Some(options.idle_timeout));
+        applied.get_or_insert(a);
+        connections.push(stream);
+    }
+    // Connected before STOR, as RFC 959 asks of a passive data
+    // connection (the Globus server answers STOR only then).
+    let stor = Command::Stor(arg(&path, "path")?);
+    let reply = session.control.command(&stor, observer)?;
+    if !reply.is_preliminary() {
+        return Err(session.remote_error("STOR", &path, &reply));
+    }
+    let first = connections.first().and_then(|s| s.try_clone().ok());
+    let moved = AtomicU64::new(0);
+    let started = Instant::now();
+    let result = blocks::send(
+        connections,
+        &blocks::Source::File(file),
+        Blocks::new(size, &Ranges::new(), BLOCK_BYTES),
+        &moved,
+        &|| signals::caught().is_some(),
+    );
+    let elapsed = started.elapsed();
+    if let Err(failure) = result {
+        return Err(failed(failure, server, "STOR", url));
+    }
+    let reply = final_reply(&mut session, "STOR", observer)?;
+    if !reply.is_completion() {
+        return Err(session.remote_error("STOR", &path, &reply));
+    }
+    let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
+    session.quit(observer);
+    let mut report = report(
+        url,
+        Direction::Put,
+        (mode, applied.unwrap_or_default(), request),
+        first.as_ref(),
+        (moved.load(Ordering::Relaxed), elapsed, Some(size), streams),
+        server,
+        sbuf,
+        checksum,
+    );
+    report.local_path = Some(local.to_path_buf());
+    Ok(report)
+}
+
+/// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.
+fn extended_mode(
+    session: &mut Session<TcpStream>,
+    streams: u32,
+    observer: &mut dyn Observer,
+) -> Result<(), ClientError> {
+    let mode = Command::Mode(TransferMode::Extended);
+    let reply = session.control.command(&mode, observer)?;
+    if !reply.is_completion() {
+        return Err(ClientError::NoParallel {
+            server: session.control.server(),
+            reply: reply.to_string(),
+        });
+    }
+    let opts = OptsOther::new(
+        Token::from_bytes(b"RETR").map_err(|_| ClientError::Parallel {
+            why: "the RETR options could not be written",
+        })?,
+        Arg::new(format!("Parallelism={streams},{streams},{streams};").as_bytes()).ok(),
+    )
+    .map_err(|_| ClientError::Parallel {
+        why: "the RETR options could not be written",
+    })?;
+    session
+        .control
+        .expect_completion(&Command::Opts(OptsCommand::Other(opts)), observer)?;
+    Ok(())
+}
+
+/// The reply that ends a transfer, after the markers a GridFTP server
+/// sends before it (`111 Range Marker`, `112-Perf Marker`).
+fn final_reply(
+    session: &mut Session<TcpStream>,
+    verb: &str,
+    observer: &mut dyn Observer,
+) -> Result<rightsize_ftp_proto::Reply, ClientError> {
+    loop {
+        let reply = session.control.reply(verb, observer)?;
+        if !reply.is_preliminary() {
+            return Ok(reply);
+        }
+    }
+}
+
+fn hash_file(file: &mut File, checksum: &mut Checksum) -> io::Result<()> {
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => checksum.update(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn failed(failure: Failure, server: SocketAddr, verb: &'static str, url: &FtpUrl) -> ClientError {
+    match failure {
+        Failure::Stopped => ClientError::Interrupted {
+            signal: signals::caught().unwrap_or("SIGINT"),
+        },
+        Failure::Connect(why)
+        | Failure::Network(why)
+        | Failure::Local(why)
+        | Failure::BadData(why) => ClientError::Streams {
+            server,
+            verb,
+            path: url.path_display(),
+            why,
+        },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    url: &FtpUrl,
+    direction: Direction,
+    (data_mode, buffers_applied, buffers_requested): (
+        DataMode,
+        socket::Applied,
+        socket::BufferRequest,
+    ),
+    first: Option<&TcpStream>,
+    (bytes, elapsed, expected_bytes, streams): (u64, std::time::Duration, Option<u64>, u32),
+    server: SocketAddr,
+    sbuf: Option<super::SbufReport>,
+    checksum: Option<super::ChecksumReport>,
+) -> Report {
+    Report {
+        url: url.to_string(),
+        direction,
+        local_path: None,
+        bytes,
+        resumed_bytes: 0,
+        streams,
+        elapsed,
+        server,
+        data_mode,
+        data_peer: first.and_then(|s| s.peer_addr().ok()).unwrap_or(server),
+        buffers_requested,
+        buffers_applied,
+        server_buffers: None,
+        sbuf,
+        tcp_info: first.and_then(|s| rightsize_sys::tcp_info::read(s.as_fd()).ok()),
+        write_size: None,
+        checksum,
+        expected_bytes,
+        tuning: None,
+        server_tcp: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_part_file_takes_blocks_at_their_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bin");
+        let mut part = PartFile::create(&target, false).unwrap();
+        WriteAt::write_at(&mut part, 4, b"5678").unwrap();
+        WriteAt::write_at(&mut part, 0, b"1234").unwrap();
+        assert_eq!(part.len(), 8);
+        part.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"12345678");
+    }
+
+    #[test]
+    fn hash_file_reads_it_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x");
+        std::fs::write(&path, vec![9u8; 3 << 20]).unwrap();
+        let mut c = Checksum::of(rightsize_ftp_proto::checksum::Algorithm::Md5);
+        hash_file(&mut File::open(&path).unwrap(), &mut c).unwrap();
+        let mut d = Checksum::of(rightsize_ftp_proto::checksum::Algorithm::Md5);
+        d.update(&vec![9u8; 3 << 20]);
+        assert_eq!(c.finish(), d.finish());
+    }
+
+    #[test]
+    fn the_streams_failure_names_the_transfer() {
+        let url = FtpUrl::parse("ftp://127.0.0.1:2121/a/b.bin").unwrap();
+        let e = failed(
+            Failure::BadData("a block overlaps".into()),
+            "127.0.0.1:2121".parse().unwrap(),
+            "RETR",
+            &url,
+        );
+        assert_eq!(
+            e.to_string(),
+            "127.0.0.1:2121: RETR \"a/b.bin\" over parallel streams failed: a block overlaps"
+        );
+    }
+}
