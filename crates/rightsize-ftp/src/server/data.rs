@@ -163,6 +163,23 @@ pub struct DataReport {
     pub kept: Vec<TcpStream>,
 }
 
+impl DataReport {
+    /// A report of nothing yet: aborted until the transfer says otherwise.
+    pub fn new() -> DataReport {
+        DataReport {
+            outcome: TransferOutcome::Aborted,
+            peer: None,
+            applied: None,
+            strangers_refused: 0,
+            elapsed: Duration::ZERO,
+            final_buffers: None,
+            monitor: None,
+            final_tcp_info: None,
+            kept: Vec::new(),
+        }
+    }
+}
+
 /// Counters a running transfer shares with observers (telemetry).
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -184,17 +201,7 @@ pub fn run(
     on_connect: &mut dyn FnMut(&TcpStream),
     client_alive: &dyn Fn() -> bool,
 ) -> DataReport {
-    let mut report = DataReport {
-        outcome: TransferOutcome::Aborted,
-        peer: None,
-        applied: None,
-        strangers_refused: 0,
-        elapsed: Duration::ZERO,
-        final_buffers: None,
-        monitor: None,
-        final_tcp_info: None,
-        kept: Vec::new(),
-    };
+    let mut report = DataReport::new();
     let stream = match connect(endpoint, params, abort, &mut report) {
         Ok(stream) => stream,
         Err(outcome) => {

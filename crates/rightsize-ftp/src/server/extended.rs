@@ -51,7 +51,7 @@ pub fn run(
     progress: &Arc<Progress>,
     on_connect: &mut dyn FnMut(&TcpStream),
 ) -> DataReport {
-    let mut report = empty_report();
+    let mut report = DataReport::new();
     let (source, start, end) = match open(source) {
         Ok(opened) => opened,
         Err(e) => {
@@ -114,7 +114,7 @@ pub fn receive(
     progress: &Arc<Progress>,
     on_connect: &mut dyn FnMut(&TcpStream),
 ) -> DataReport {
-    let mut report = empty_report();
+    let mut report = DataReport::new();
     let mut target = match sink {
         Sink::File(target) => Some(target),
         Sink::Discard => None,
@@ -196,18 +196,4 @@ fn finish(report: &mut DataReport, first: Option<TcpStream>, elapsed: Duration) 
         .as_ref()
         .and_then(|s| rightsize_sys::tcp_info::read(s.as_fd()).ok());
     report.final_buffers = first.and_then(|s| socket::read_buffers(s.as_fd()).ok());
-}
-
-fn empty_report() -> DataReport {
-    DataReport {
-        outcome: TransferOutcome::Aborted,
-        peer: None,
-        applied: None,
-        strangers_refused: 0,
-        elapsed: Duration::ZERO,
-        final_buffers: None,
-        monitor: None,
-        final_tcp_info: None,
-        kept: Vec::new(),
-    }
 }
