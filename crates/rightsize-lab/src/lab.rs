@@ -343,44 +343,59 @@ pub fn run(
         };
         let (variant, path) = &s.paths[p.variant];
         let dir = o.out.join(&p.dir);
-        if dir.exists() {
-            // A run that was interrupted or failed: made again from scratch.
-            fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
-        }
-        let started_unix_s = unix_seconds();
-        let outcome = runner::execute(&runner::RunSpec {
-            rightsize: o.rightsize,
-            path,
-            server_tune: &p.tuning.server.to_string(),
-            client_tune: &p.tuning.client.to_string(),
-            server_args: &variant.server_args,
-            peer: Peer::Rightsize,
-            size: p.run_size.bytes,
-            dir: dir.clone(),
-            deadline: budget::run_deadline(p.run_size, &path.spec),
-            stop,
-        })?;
-        if stop() {
+        // A run the fidelity checks mark invalid (the emulator or the hosts
+        // did not do what the spec says) is made once more, and the second
+        // is recorded whatever it shows.
+        let mut attempts = 0;
+        let record = loop {
+            attempts += 1;
+            if dir.exists() {
+                // A run that was interrupted, failed or was invalid: made
+                // again from scratch.
+                fs::remove_dir_all(&dir)
+                    .with_context(|| format!("cannot remove {}", dir.display()))?;
+            }
+            let started_unix_s = unix_seconds();
+            let outcome = runner::execute(&runner::RunSpec {
+                rightsize: o.rightsize,
+                path,
+                server_tune: &p.tuning.server.to_string(),
+                client_tune: &p.tuning.client.to_string(),
+                server_args: &variant.server_args,
+                peer: Peer::Rightsize,
+                size: p.run_size.bytes,
+                dir: dir.clone(),
+                deadline: budget::run_deadline(p.run_size, &path.spec),
+                stop,
+            })?;
+            if stop() {
+                break None;
+            }
+            let record = outcome.into_record(
+                runner::Identity {
+                    invocation: invocation.clone(),
+                    argv: o.argv.clone(),
+                    kernel: o.kernel.clone(),
+                    started_unix_s,
+                    tuner: p.tuning.label.clone(),
+                    peer: None,
+                    rep: p.rep,
+                    size_bytes: p.run_size.bytes.get(),
+                    shortened_from_bytes: p.run_size.shortened.map(|_| p.size.get()),
+                    run_dir: p.dir.to_string_lossy().into_owned(),
+                    scenario: Some(p.scenario.clone()),
+                    variant: Some(p.variant_name.clone()),
+                },
+                path,
+            );
+            if record.valid || record.error.is_some() || attempts == 2 {
+                break Some(record);
+            }
+        };
+        let Some(record) = record else {
             summary.interrupted = true;
             break;
-        }
-        let record = outcome.into_record(
-            runner::Identity {
-                invocation: invocation.clone(),
-                argv: o.argv.clone(),
-                kernel: o.kernel.clone(),
-                started_unix_s,
-                tuner: p.tuning.label.clone(),
-                peer: None,
-                rep: p.rep,
-                size_bytes: p.run_size.bytes.get(),
-                shortened_from_bytes: p.run_size.shortened.map(|_| p.size.get()),
-                run_dir: p.dir.to_string_lossy().into_owned(),
-                scenario: Some(p.scenario.clone()),
-                variant: Some(p.variant_name.clone()),
-            },
-            path,
-        );
+        };
         append_line(&runs_file, &serde_json::to_string(&record)?)?;
         summary.ran += 1;
         summary.failed += usize::from(record.error.is_some());
