@@ -298,6 +298,12 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let data_on_stdout = output == Output::Stdout;
+    if data_on_stdout && args.common.parallel.is_some() {
+        eprintln!(
+            "error: -o - and -P: blocks over parallel streams arrive in any order and need a file; write it with -o FILE"
+        );
+        return Ok(crate::exit::usage());
+    }
     if data_on_stdout && args.common.json {
         eprintln!("error: -o - and --json both want standard output; write the file with -o FILE");
         return Ok(crate::exit::usage());

@@ -22,8 +22,10 @@ use super::data::StoreTarget;
 /// Checksums `CKSM` offers, strongest first (FEAT lists them in this order).
 const CHECKSUMS: &[&str] = &["SHA256", "MD5", "ADLER32"];
 
-/// Backlog of a passive listener: one client, one connection.
-const PASSIVE_BACKLOG: i32 = 1;
+/// Backlog of a passive listener: one client, which in MODE E may open
+/// all its connections before STOR (the Globus server answers STOR only
+/// then, so clients do).
+const PASSIVE_BACKLOG: i32 = rightsize_ftp_proto::mode_e::MAX_PARALLELISM as i32;
 
 /// One session's view of the server.
 #[derive(Debug)]
