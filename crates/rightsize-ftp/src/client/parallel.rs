@@ -32,7 +32,7 @@ use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::{PartFile, Sink};
 use super::session::Session;
-use super::transfer::{finish_checksum, remote_path, start_checksum};
+use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum};
 use super::{Direction, Observer, Options, Output, Report};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 
@@ -171,15 +171,7 @@ pub(crate) fn put(
     streams: u32,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
-    let local_error = |op| {
-        move |source| ClientError::Local {
-            op,
-            path: local.to_path_buf(),
-            source,
-        }
-    };
-    let mut file = File::open(local).map_err(local_error("open"))?;
-    let size = file.metadata().map_err(local_error("stat"))?.len();
+    let (mut file, size) = open_upload(local)?;
     let path = remote_path(url, local);
     let mut session = Session::open(url, options, observer)?;
     let sbuf = match options.sbuf_bytes {
@@ -189,7 +181,11 @@ pub(crate) fn put(
     extended_mode(&mut session, streams, observer)?;
     let checksum = match start_checksum(&session, options, observer) {
         Some(mut c) => {
-            hash_file(&mut file, &mut c).map_err(local_error("read"))?;
+            hash_file(&mut file, &mut c).map_err(|source| ClientError::Local {
+                op: "read",
+                path: local.to_path_buf(),
+                source,
+            })?;
             Some(c)
         }
         None => None,

@@ -193,14 +193,8 @@ pub fn put(
             source,
         }
     };
-    let mut file = File::open(local).map_err(local_error("open"))?;
-    let metadata = file.metadata().map_err(local_error("stat"))?;
-    if metadata.is_dir() {
-        return Err(local_error("upload")(io::Error::from(
-            io::ErrorKind::IsADirectory,
-        )));
-    }
-    let expected_bytes = Some(metadata.len());
+    let (mut file, size) = open_upload(local)?;
+    let expected_bytes = Some(size);
     let path = remote_path(url, local);
 
     let mut session = Session::open(url, options, observer)?;
@@ -266,6 +260,25 @@ pub fn put(
         expected_bytes,
         ..done.report()
     })
+}
+
+/// The file to upload and its size; a directory is refused.
+pub(crate) fn open_upload(local: &Path) -> Result<(File, u64), ClientError> {
+    let local_error = |op| {
+        move |source| ClientError::Local {
+            op,
+            path: local.to_path_buf(),
+            source,
+        }
+    };
+    let file = File::open(local).map_err(local_error("open"))?;
+    let metadata = file.metadata().map_err(local_error("stat"))?;
+    if metadata.is_dir() {
+        return Err(local_error("upload")(io::Error::from(
+            io::ErrorKind::IsADirectory,
+        )));
+    }
+    Ok((file, metadata.len()))
 }
 
 /// For `Options::resume`, asks the server how much of `path` it has
