@@ -18,8 +18,9 @@ use rightsize_tune::write_size::WriteSize;
 
 pub const SERVE_ABOUT: &str = "\
 An FTP server (RFC 959 with FEAT, EPSV/EPRT, MLSD/MLST, SIZE, MDTM, REST STREAM, and GridFTP's \
-SBUF and CKSM) whose data connections rightsize's socket layer makes: the buffers a client asks \
-for with SBUF are applied before the handshake, read back and logged.
+SBUF, CKSM and MODE E parallel streams, as globus-url-copy -p N uses them) whose data connections \
+rightsize's socket layer makes: the buffers a client asks for with SBUF are applied before the \
+handshake, read back and logged.
 
 Anonymous users may read; users from --users (written by `rightsize passwd`) may also write. \
 Benchmark files need no disk: RETR /.rightsize/zero/SIZE sends SIZE zero bytes (1G, 100MB, \
