@@ -2,7 +2,8 @@
 //! tnftp and globus-url-copy each download and upload a 64 MiB random file,
 //! and the bytes must be identical; globus-url-copy also over four streams
 //! in MODE E (`-p 4`), a file and a tree (`-r -cd`, with and without
-//! `-fast`) each way. The clients come from `scripts/setup`;
+//! `-fast`) each way; lftp's `pget -n 4`, `mirror --parallel=4` and
+//! `get -c`, and curl's `-C -`. The clients come from `scripts/setup`;
 //! a missing one fails the test (CI must run them, not skip them).
 #![allow(clippy::unwrap_used)]
 
@@ -144,6 +145,57 @@ fn lftp_downloads_and_uploads() {
     );
     f.assert_same(&f.out(), "lftp get");
     f.assert_same(&f.root().join("up/lftp.bin"), "lftp put");
+}
+
+#[test]
+fn lftp_pget_mirror_and_reget_and_curl_resume() {
+    let f = Fixture::new(8);
+    let root = f.root();
+    std::fs::create_dir_all(root.join("pub/sub")).unwrap();
+    std::fs::write(root.join("pub/sub/small.bin"), &f.content[..3000]).unwrap();
+    std::fs::write(root.join("pub/empty.bin"), b"").unwrap();
+    let dir = f.dir.path();
+    // Resumes start after 1,000,000 bytes, zeros here: kept as they are,
+    // they show that the rest came from REST, not a whole new download.
+    let resumed = [&[0u8; 1_000_000][..], &f.content[1_000_000..]].concat();
+    std::fs::write(dir.join("reget.bin"), [0u8; 1_000_000]).unwrap();
+    std::fs::write(dir.join("curl-c.bin"), [0u8; 1_000_000]).unwrap();
+    let script = format!(
+        "set ftp:ssl-allow no; set net:max-retries 1; set net:timeout 20; \
+         pget -n 4 /pub/big.bin -o {pget}; mirror --parallel=4 /pub {mirror}; \
+         get -c /pub/big.bin -o {reget}; quit",
+        pget = dir.join("pget.bin").display(),
+        mirror = dir.join("mirror").display(),
+        reget = dir.join("reget.bin").display(),
+    );
+    run(
+        "lftp pget, mirror, get -c",
+        Command::new("lftp")
+            .args(["-u", &format!("{USER},{PASSWORD}"), "-e", &script])
+            .arg(format!("ftp://{}", f.host_port())),
+    );
+    f.assert_same(&dir.join("pget.bin"), "lftp pget -n 4");
+    f.assert_same(&dir.join("mirror/big.bin"), "lftp mirror");
+    assert_eq!(
+        std::fs::read(dir.join("mirror/sub/small.bin")).unwrap(),
+        &f.content[..3000]
+    );
+    assert_eq!(std::fs::read(dir.join("mirror/empty.bin")).unwrap(), b"");
+    assert!(
+        std::fs::read(dir.join("reget.bin")).unwrap() == resumed,
+        "lftp get -c"
+    );
+    run(
+        "curl -C -",
+        Command::new("curl")
+            .args(["-sS", "-C", "-", "-o"])
+            .arg(dir.join("curl-c.bin"))
+            .arg(f.serve.url("/pub/big.bin")),
+    );
+    assert!(
+        std::fs::read(dir.join("curl-c.bin")).unwrap() == resumed,
+        "curl -C -"
+    );
 }
 
 #[test]
