@@ -308,3 +308,32 @@ fn rightsize_get_and_put_over_four_streams_verified() {
     assert_eq!(summary["streams"], 4);
     assert_eq!(summary["checksum"]["verified"], true);
 }
+
+#[test]
+fn put_continue_sends_only_what_the_server_lacks_and_verifies_the_whole_file() {
+    let f = Fixture::new();
+    let content = random_bytes(3 << 20, 13);
+    // The server holds the first 1,000,000 bytes under the name.
+    std::fs::write(f.file("pub/r.bin"), &content[..1_000_000]).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let source = local.path().join("r.bin");
+    std::fs::write(&source, &content).unwrap();
+    let url = format!("ftp://alice:pw-alice@{}/pub/r.bin", f.serve.addr);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args([
+            "put",
+            "-C",
+            source.to_str().unwrap(),
+            &url,
+            "--verify",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["resumed_bytes"], 1_000_000);
+    assert_eq!(summary["bytes"], content.len() as u64 - 1_000_000);
+    assert_eq!(summary["checksum"]["verified"], true, "{summary}");
+    assert_eq!(std::fs::read(f.file("pub/r.bin")).unwrap(), content);
+}

@@ -123,19 +123,7 @@ impl PartFile {
             source,
         };
         self.file.seek(SeekFrom::Start(0)).map_err(error)?;
-        let mut chunk = vec![0u8; 256 * 1024];
-        let mut left = self.len;
-        while left > 0 {
-            let want = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
-            let n = match self.file.read(&mut chunk[..want]) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(error(e)),
-            };
-            each(&chunk[..n]);
-            left -= n as u64;
-        }
+        read_into(&mut self.file, self.len, &mut each).map_err(error)?;
         self.file.seek(SeekFrom::End(0)).map_err(error)?;
         Ok(())
     }
@@ -201,6 +189,27 @@ impl Drop for PartFile {
             let _ = self.file.sync_data();
         }
     }
+}
+
+/// Feeds up to `limit` bytes of `reader` to `each`, a piece at a time;
+/// returns how many there were (fewer at the end of the input).
+pub(crate) fn read_into(
+    reader: &mut impl Read,
+    limit: u64,
+    each: impl FnMut(&[u8]),
+) -> io::Result<u64> {
+    /// A writer that hands what it is given to a closure.
+    struct Each<F>(F);
+    impl<F: FnMut(&[u8])> Write for Each<F> {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            (self.0)(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    io::copy(&mut reader.by_ref().take(limit), &mut Each(each))
 }
 
 /// Where downloaded bytes go.

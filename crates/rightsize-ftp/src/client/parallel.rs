@@ -12,7 +12,7 @@
 //! on these streams yet: the buffers are the kernel's, or fixed by hand.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -30,7 +30,7 @@ use rightsize_sys::socket;
 use super::control::arg;
 use super::data::{self, DataMode};
 use super::error::ClientError;
-use super::local::{PartFile, Sink};
+use super::local::{PartFile, Sink, read_into};
 use super::session::Session;
 use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum};
 use super::{Direction, Observer, Options, Output, Report};
@@ -295,15 +295,7 @@ fn final_reply(
 }
 
 fn hash_file(file: &mut File, checksum: &mut Checksum) -> io::Result<()> {
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => checksum.update(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    read_into(file, u64::MAX, |piece| checksum.update(piece)).map(|_| ())
 }
 
 fn failed(failure: Failure, server: SocketAddr, verb: &'static str, url: &FtpUrl) -> ClientError {

@@ -31,7 +31,7 @@ use rightsize_tune::{Peer, Role, Tuner};
 use super::control::{arg, is_timeout};
 use super::data::{self, DataMode};
 use super::error::ClientError;
-use super::local::Sink;
+use super::local::{Sink, read_into};
 use super::pump::{self, Exchange, Pump};
 use super::session::Session;
 use super::{
@@ -315,18 +315,10 @@ fn resume_upload<S: Read + Write>(
     session.rest(path, held, observer)?;
     match checksum.as_mut() {
         Some(c) => {
-            let mut chunk = vec![0u8; CHUNK_BYTES];
-            let mut left = held;
-            while left > 0 {
-                let want = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
-                let n = match file.read(&mut chunk[..want]) {
-                    Ok(0) => return Err(local_error("read")(io::ErrorKind::UnexpectedEof.into())),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(local_error("read")(e)),
-                };
-                c.update(&chunk[..n]);
-                left -= n as u64;
+            let read =
+                read_into(file, held, |piece| c.update(piece)).map_err(local_error("read"))?;
+            if read < held {
+                return Err(local_error("read")(io::ErrorKind::UnexpectedEof.into()));
             }
         }
         None => {
