@@ -24,6 +24,7 @@ pub mod url;
 pub mod addr;
 pub mod arg;
 pub mod command;
+pub mod entries;
 pub mod facts;
 pub mod line;
 pub mod mode_e;

@@ -18,6 +18,7 @@ mod target;
 mod test_cmd;
 mod transfer;
 mod transfer_output;
+mod tree;
 
 use std::process::ExitCode;
 

@@ -45,6 +45,18 @@ pub struct GetArgs {
     #[arg(short, long, value_name = "FILE|-")]
     pub output: Option<PathBuf>,
 
+    /// Download the directory the URL names and everything under it into -o DIR (created if
+    /// missing; default: the directory's name here). Lists with MLSD, or LIST where the server has
+    /// no MLSD; links are skipped. A file that fails does not stop the others; with -C, files
+    /// already complete (same size) are skipped and part files resumed.
+    #[arg(short = 'r', long, conflicts_with_all = ["parallel", "interval", "telemetry"])]
+    pub recursive: bool,
+
+    /// With -r: files in flight at once, each over its own control connection (as lftp mirror
+    /// --parallel=N and globus-url-copy -cc N), 1 to 64.
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64), requires = "recursive")]
+    pub jobs: u32,
+
     #[command(flatten)]
     pub common: TransferArgs,
 }
@@ -259,7 +271,7 @@ impl TransferArgs {
         })
     }
 
-    fn options(&self, url: &FtpUrl) -> Options {
+    pub(crate) fn options(&self, url: &FtpUrl) -> Options {
         Options {
             buffers: BufferRequest {
                 rcvbuf: self.rcvbuf.map(Bytes::get),
@@ -283,6 +295,9 @@ impl TransferArgs {
 }
 
 pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
+    if args.recursive {
+        return crate::tree::run(args);
+    }
     let output = match args.output.as_deref() {
         Some(p) if p.as_os_str() == "-" => Output::Stdout,
         Some(p) => Output::File(p.to_path_buf()),

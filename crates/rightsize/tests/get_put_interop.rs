@@ -499,3 +499,72 @@ fn parallel_streams_against_a_server_without_mode_e_fail_clearly() {
         names_in(out.path())
     );
 }
+
+/// A tree of `files` small files, a deeper one, an empty one and one with
+/// a space, under `root/set`, readable by every server user.
+fn public_tree(root: &std::path::Path, files: usize) -> Vec<(String, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut made = Vec::new();
+    for dir in ["set", "set/a", "set/a/b", "set/c"] {
+        let path = root.join(dir);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut add = |name: String, bytes: Vec<u8>| {
+        write_public(&root.join("set").join(&name), &bytes);
+        made.push((name, bytes));
+    };
+    for i in 0..files {
+        add(
+            format!("a/f{i}.bin"),
+            random_bytes(1000 + i * 997, i as u64),
+        );
+    }
+    add("a/b/deep.bin".to_owned(), random_bytes(MIB + 7, 99));
+    add("c/empty".to_owned(), Vec::new());
+    add("with space.txt".to_owned(), b"spaced\n".to_vec());
+    made
+}
+
+#[test]
+fn vsftpd_get_r_a_tree_over_list_then_skip_it_with_c() {
+    let server = vsftpd();
+    let made = public_tree(&files_dir(&server), 40);
+    std::os::unix::fs::symlink("/etc", files_dir(&server).join("set/link")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let copy = out.path().join("copy");
+    let args = [
+        "get",
+        "-r",
+        &server.url("/set/"),
+        "-o",
+        copy.to_str().unwrap(),
+        "--json",
+    ];
+    let output = rightsize(&args);
+    assert_success(&output, Some(&server));
+    for (name, bytes) in &made {
+        assert!(same_bytes(&copy.join(name), bytes), "{name} differs");
+    }
+    let summary = json(&output);
+    assert_eq!(summary["files"], made.len() as u64);
+    assert_eq!(summary["directories"], 4);
+    assert_eq!(summary["connections"], 4);
+    assert_eq!(names_in(&copy), ["a", "c", "with space.txt"]);
+    assert!(
+        stderr_lines(&output)
+            .iter()
+            .any(|l| l.contains("skipped \"link\"")),
+        "the link is not named: {:?}",
+        stderr_lines(&output)
+    );
+    // Again with -C: everything is there already.
+    let mut again = args.to_vec();
+    again.insert(1, "-C");
+    let output = rightsize(&again);
+    assert_success(&output, Some(&server));
+    let summary = json(&output);
+    assert_eq!(summary["skipped_files"], made.len() as u64);
+    assert_eq!(summary["files"], 0);
+    assert_eq!(summary["bytes"], 0);
+}

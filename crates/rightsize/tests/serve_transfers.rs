@@ -337,3 +337,78 @@ fn put_continue_sends_only_what_the_server_lacks_and_verifies_the_whole_file() {
     assert_eq!(summary["checksum"]["verified"], true, "{summary}");
     assert_eq!(std::fs::read(f.file("pub/r.bin")).unwrap(), content);
 }
+
+#[test]
+fn rightsize_get_r_a_tree_keeps_going_past_a_file_that_fails_and_resumes() {
+    let f = Fixture::new();
+    let mut made = Vec::new();
+    for i in 0..12u64 {
+        let name = format!("pub/set/d{}/f{i}.bin", i % 3);
+        std::fs::create_dir_all(f.file(&name).parent().unwrap()).unwrap();
+        let bytes = random_bytes(70_000 + i as usize * 1000, i);
+        std::fs::write(f.file(&name), &bytes).unwrap();
+        made.push((name.trim_start_matches("pub/set/").to_owned(), bytes));
+    }
+    let out = tempfile::tempdir().unwrap();
+    let copy = out.path().join("copy");
+    // d1/f1.bin cannot be written here: a directory holds its name.
+    std::fs::create_dir_all(copy.join("d1/f1.bin")).unwrap();
+    // d2/f2.bin was half fetched before.
+    std::fs::create_dir_all(copy.join("d2")).unwrap();
+    std::fs::write(copy.join("d2/.f2.bin.rightsize-part"), &made[2].1[..5000]).unwrap();
+    let url = format!("ftp://{}/pub/set/", f.serve.addr);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["get", "-r", &url, "-o", copy.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let summary = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {output:?}"));
+        (output, summary)
+    };
+    let (output, summary) = run(&["-C", "--verify", "-j", "3"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(summary["files"], 11);
+    assert_eq!(summary["verified_files"], 11);
+    assert_eq!(summary["resumed_bytes"], 5000);
+    let failures = summary["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["path"], "d1/f1.bin");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("1 of 12 files failed") && stderr.contains("get -r -C"),
+        "{stderr}"
+    );
+    for (name, bytes) in &made {
+        if name != "d1/f1.bin" {
+            assert_eq!(&std::fs::read(copy.join(name)).unwrap(), bytes, "{name}");
+        }
+    }
+    // Once the way is clear, -C fetches only what is missing.
+    std::fs::remove_dir(copy.join("d1/f1.bin")).unwrap();
+    let (output, summary) = run(&["-C"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(summary["files"], 1);
+    assert_eq!(summary["skipped_files"], 11);
+    assert_eq!(std::fs::read(copy.join("d1/f1.bin")).unwrap(), made[1].1);
+    let parts: Vec<_> = walk(&copy)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".rightsize-part"))
+        .collect();
+    assert!(parts.is_empty(), "{parts:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

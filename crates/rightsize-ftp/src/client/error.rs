@@ -287,6 +287,12 @@ pub enum ClientError {
         /// The reply, on one line.
         reply: String,
     },
+    /// A tree transfer (`-r`) cannot go on.
+    #[error("{why}")]
+    Tree {
+        /// Why.
+        why: String,
+    },
     /// The telemetry file could not be created or started.
     #[error(transparent)]
     TelemetryStart(#[from] crate::telemetry::StartError),

@@ -31,12 +31,14 @@ mod control;
 mod data;
 mod error;
 mod features;
+mod listing;
 mod local;
 mod parallel;
 mod ping;
 mod pump;
 mod session;
 mod transfer;
+mod tree;
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
@@ -56,10 +58,12 @@ pub use bench::{BenchDirection, BenchLimit, BenchPlan, BenchReport, bench};
 pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
+pub use listing::MAX_LISTING_BYTES;
 pub use local::{PART_SUFFIX, part_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, local_target, put};
+pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree};
 
 /// Default time to open a control or data connection, and in active mode
 /// to wait for the server to connect back.

@@ -11,6 +11,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -138,6 +140,8 @@ pub(crate) fn sender(
 #[derive(Debug)]
 pub(crate) struct Pump {
     stop: Arc<AtomicBool>,
+    /// Written to on [`Pump::stop`], so the reader wakes at once.
+    wake: UnixStream,
     thread: JoinHandle<(Input, Option<io::Error>)>,
 }
 
@@ -154,16 +158,19 @@ impl Pump {
     ) -> io::Result<Pump> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let (wake, woken) = UnixStream::pair()?;
         let thread = std::thread::Builder::new()
             .name("ftp-control-pump".into())
-            .spawn(move || pump(control, input, &inbox, &exchange, &flag))?;
-        Ok(Pump { stop, thread })
+            .spawn(move || pump(control, &woken, input, &inbox, &exchange, &flag))?;
+        Ok(Pump { stop, wake, thread })
     }
 
-    /// Stops reading (within [`POLL_INTERVAL`]) and gives back what was read and
-    /// not handed out, and a read error if one ended it early.
-    pub(crate) fn stop(self) -> (Input, Option<io::Error>) {
+    /// Stops reading (at once, or within [`POLL_INTERVAL`] if the wake-up
+    /// write fails) and gives back what was read and not handed out, and a
+    /// read error if one ended it early.
+    pub(crate) fn stop(mut self) -> (Input, Option<io::Error>) {
         self.stop.store(true, Ordering::SeqCst);
+        let _ = self.wake.write_all(&[1]);
         self.thread.join().unwrap_or_else(|_| {
             (
                 Input::default(),
@@ -175,6 +182,7 @@ impl Pump {
 
 fn pump(
     mut control: TcpStream,
+    woken: &UnixStream,
     mut input: Input,
     inbox: &Inbox,
     exchange: &Exchange,
@@ -215,7 +223,7 @@ fn pump(
         if stop.load(Ordering::SeqCst) {
             return (input, None);
         }
-        if !readable(&control) {
+        if !readable(&control, woken) {
             continue;
         }
         match control.read(&mut chunk) {
@@ -229,8 +237,16 @@ fn pump(
 }
 
 /// Waits up to [`POLL_INTERVAL`] for the control connection to have bytes
-/// (or its end). A failed poll counts as nothing yet: the read after a
-/// later one reports what is wrong with the connection.
-fn readable(control: &TcpStream) -> bool {
-    matches!(poll::readable(control, POLL_INTERVAL), Ok(true))
+/// (or its end), or for [`Pump::stop`]'s wake-up. A failed poll counts as
+/// nothing yet: the read after a later one reports what is wrong with the
+/// connection.
+fn readable(control: &TcpStream, woken: &UnixStream) -> bool {
+    let fds = [
+        (control.as_fd(), poll::Want::Read),
+        (woken.as_fd(), poll::Want::Read),
+    ];
+    match poll::wait(&fds, POLL_INTERVAL) {
+        Ok(ready) => ready.first().is_some_and(|r| r.any()),
+        Err(_) => false,
+    }
 }

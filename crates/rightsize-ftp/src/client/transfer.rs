@@ -65,22 +65,45 @@ pub fn get(
     })?;
     // Created (and locked) before connecting, so an unwritable directory
     // or a second download to the same name fails fast.
-    let mut sink = match output {
+    let sink = match output {
         Output::Stdout => Sink::Stdout(io::stdout()),
         Output::File(target) => Sink::open(&local_target(target, name), options.resume)?,
     };
     let mut session = Session::open(url, options, observer)?;
-    if let Some(tune) = &options.tune {
+    if options.tune.is_some() {
         session.rightsize_on(observer)?;
+    }
+    let mut report = get_file(&mut session, path, sink, None, options, observer)?;
+    report.url = url.to_string();
+    session.quit(observer);
+    Ok(report)
+}
+
+/// Downloads `path` into `sink` over a session already open (logged in,
+/// binary, the extension on if wanted), and leaves the session open for
+/// the next file. `known_size` (from a listing) saves the `SIZE` round
+/// trip. The report's `url` is left for the caller to fill in.
+pub(crate) fn get_file(
+    session: &mut Session<TcpStream>,
+    path: &[u8],
+    mut sink: Sink,
+    known_size: Option<u64>,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    if let Some(tune) = &options.tune {
         session.probe_early(tune, observer);
     }
-    let expected_bytes = session.size(path, observer)?;
+    let expected_bytes = match known_size {
+        Some(size) => Some(size),
+        None => session.size(path, observer)?,
+    };
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
     };
-    let mut checksum = start_checksum(&session, options, observer);
-    let resumed = resume_download(&mut sink, &mut session, path, expected_bytes, observer)?;
+    let mut checksum = start_checksum(session, options, observer);
+    let resumed = resume_download(&mut sink, session, path, expected_bytes, observer)?;
     if resumed > 0
         && let (Some(c), Sink::File(part)) = (checksum.as_mut(), &mut sink)
     {
@@ -89,7 +112,7 @@ pub fn get(
     let remaining = expected_bytes.map(|size| size.saturating_sub(resumed));
 
     let retr = Command::Retr(arg(path, "path")?);
-    let mut data = open_data(&mut session, &retr, path, Role::Receiver, options, observer)?;
+    let mut data = open_data(session, &retr, path, Role::Receiver, options, observer)?;
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         if let Some(signal) = signals::caught() {
@@ -106,19 +129,19 @@ pub fn get(
         data.passed(piece, &mut checksum, remaining, observer);
     }
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
-    let done = data.finish(&mut session, observer)?;
+    let done = data.finish(session, observer)?;
     if let Some(size_bytes) = expected_bytes.filter(|&size| size != resumed + bytes) {
         if resumed + bytes > size_bytes {
             sink.discard();
         }
         return Err(ClientError::ShortTransfer {
             server: session.control.server(),
-            path: url.path_display(),
+            path: String::from_utf8_lossy(path).into_owned(),
             got_bytes: resumed + bytes,
             size_bytes,
         });
     }
-    let checksum = match finish_checksum(&mut session, checksum, path, options.verify, observer) {
+    let checksum = match finish_checksum(session, checksum, path, options.verify, observer) {
         Ok(report) => report,
         Err(e) => {
             if matches!(e, ClientError::ChecksumMismatch { .. }) {
@@ -129,9 +152,8 @@ pub fn get(
     };
     let local_path = sink.commit()?;
     let server = session.control.server();
-    session.quit(observer);
     Ok(Report {
-        url: url.to_string(),
+        url: String::new(),
         direction: Direction::Get,
         local_path,
         bytes,

@@ -1,0 +1,135 @@
+//! A directory's entries, read over a data connection: `MLSD` (RFC 3659 7)
+//! when the server lists `MLST` in `FEAT`, else `LIST`, parsed by
+//! `rightsize_ftp_proto::entries`.
+//!
+//! Guarantees: the listing has the idle timeout on every read and may not
+//! exceed [`MAX_LISTING_BYTES`]; lines that cannot be read, and names that
+//! could leave the directory, are skipped with a warning, never followed.
+
+use std::io::{self, Read};
+use std::net::TcpStream;
+
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::command::ListArgs;
+use rightsize_ftp_proto::entries::{self, Entry};
+use rightsize_sys::socket::BufferRequest;
+
+use super::control::{arg, is_timeout};
+use super::data;
+use super::error::ClientError;
+use super::session::Session;
+use super::{Observer, Options};
+
+/// The most bytes one directory's listing may take.
+pub const MAX_LISTING_BYTES: u64 = 256 << 20;
+
+impl Session<TcpStream> {
+    /// The entries of the directory `path` (empty: the login directory).
+    pub(crate) fn list_dir(
+        &mut self,
+        path: &[u8],
+        options: &Options,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<Entry>, ClientError> {
+        let path_arg = if path.is_empty() {
+            None
+        } else {
+            Some(arg(path, "path")?)
+        };
+        let mlsd = self.features.has("MLST");
+        let command = if mlsd {
+            Command::Mlsd(path_arg)
+        } else {
+            Command::List(ListArgs::new("", path_arg).map_err(|e| ClientError::Tree {
+                why: format!(
+                    "cannot list \"{}\" with LIST: {e}",
+                    String::from_utf8_lossy(path)
+                ),
+            })?)
+        };
+        let data = self.listing_bytes(&command, path, options, observer)?;
+        let (entries, errors) = entries::parse_listing(&data, mlsd);
+        for error in errors {
+            observer.warning(&format!(
+                "skipped in \"{}\": {error}",
+                String::from_utf8_lossy(path)
+            ));
+        }
+        Ok(entries)
+    }
+
+    /// Sends `command` (`MLSD` or `LIST`) over a new data connection and
+    /// returns what came, after the completion reply.
+    fn listing_bytes(
+        &mut self,
+        command: &Command,
+        path: &[u8],
+        options: &Options,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<u8>, ClientError> {
+        let request = BufferRequest::default();
+        let plan = if options.active {
+            data::open_active(&mut self.control, &self.features, &request, observer)?
+        } else {
+            data::open_passive(&mut self.control, &request, options, observer)?
+        };
+        let verb = command.verb();
+        let reply = self.control.command(command, observer)?;
+        let early = if reply.is_preliminary() {
+            None
+        } else if reply.is_completion() {
+            Some(reply)
+        } else {
+            return Err(self.remote_error(verb, path, &reply));
+        };
+        let server = self.control.server();
+        let (stream, peer) = plan
+            .pending
+            .establish(server, plan.mode, options.connect_timeout)?;
+        let _ = stream.set_read_timeout(Some(options.idle_timeout));
+        let mut bytes = Vec::new();
+        let read = (&stream)
+            .take(MAX_LISTING_BYTES + 1)
+            .read_to_end(&mut bytes);
+        match read {
+            Ok(_) if bytes.len() as u64 > MAX_LISTING_BYTES => {
+                return Err(ClientError::DataIo {
+                    op: "read the listing (longer than 256 MiB)",
+                    peer,
+                    source: io::Error::from(io::ErrorKind::FileTooLarge),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {
+                return Err(ClientError::DataTimeout {
+                    peer,
+                    verb,
+                    path: String::from_utf8_lossy(path).into_owned(),
+                    bytes: bytes.len() as u64,
+                    timeout: options.idle_timeout,
+                });
+            }
+            Err(source) => {
+                return Err(ClientError::DataIo {
+                    op: "read the listing",
+                    peer,
+                    source,
+                });
+            }
+        }
+        drop(stream);
+        let reply = match early {
+            Some(reply) => reply,
+            None => loop {
+                let reply = self.control.reply(verb, observer)?;
+                if !reply.is_preliminary() {
+                    break reply;
+                }
+            },
+        };
+        if !reply.is_completion() {
+            return Err(self.remote_error(verb, path, &reply));
+        }
+        Ok(bytes)
+    }
+}
