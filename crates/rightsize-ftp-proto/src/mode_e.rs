@@ -266,6 +266,18 @@ impl BlockReader {
         self.eod && self.block.is_none()
     }
 
+    /// How many bytes to read next so as to stop at the end of the block
+    /// or header being read: 0 once the connection's data ended. Reading
+    /// no more than this never takes bytes of the next transfer on a
+    /// connection kept open.
+    pub fn wanted(&self) -> usize {
+        match self.block {
+            Some(block) => usize::try_from(block.left).unwrap_or(usize::MAX),
+            None if self.eod => 0,
+            None => HEADER_BYTES - self.filled,
+        }
+    }
+
     /// Starts a new transfer on a connection kept open after its EOD.
     pub fn reuse(&mut self) {
         self.eod = false;

@@ -7,14 +7,17 @@
 //! Sending: the streams take the next block (`mode_e::Blocks`) in turn
 //! until none is left, as the Globus server does (256 KiB blocks); each
 //! ends with an empty EOD block, the first with EOD and EOF (which counts
-//! the streams); the close bit is set and the streams are shut down: data
-//! channels are not kept after a send.
+//! the streams). Kept (`keep`), the streams end without the close bit and
+//! are given back open for the next transfer, as the Globus server keeps
+//! them; otherwise the close bit is set and they are shut down.
 //!
 //! Receiving: the peer may open connections until the EODs its EOF
 //! counted are in; a connection that ends its data with EOD and no close
 //! bit is given back open, for the peer's next transfer (globus-url-copy
-//! `-fast` keeps them). The transfer is whole only when the bytes cover the
-//! file from 0 with no hole (`mode_e::Assembly::complete`).
+//! `-fast` keeps them). A connection is never read past its EOD, so the
+//! next transfer's blocks, already on the way, stay in the socket for it.
+//! The transfer is whole only when the bytes cover the file from 0 with
+//! no hole (`mode_e::Assembly::complete`).
 //!
 //! Guarantees: a failure on any stream (a write or read error, a block out
 //! of place, a connection cut inside a block) stops them all at once and is
@@ -97,18 +100,21 @@ pub(crate) trait WriteAt: Send {
 }
 
 /// Sends `blocks` of `source` over `streams` (already connected); counts
-/// the payload in `moved`. Returns when every stream ended.
+/// the payload in `moved`. Returns when every stream ended: with `keep`,
+/// the streams, open for the next transfer; otherwise none.
 pub(crate) fn send(
     streams: Vec<TcpStream>,
     source: &Source,
     blocks: Blocks,
     moved: &AtomicU64,
     stop: &(dyn Fn() -> bool + Sync),
-) -> Result<(), Failure> {
+    keep: bool,
+) -> Result<Vec<TcpStream>, Failure> {
     let blocks = Mutex::new(blocks);
     let failed = AtomicBool::new(false);
     let count = streams.len() as u64;
-    let results: Vec<Result<(), Failure>> = thread::scope(|scope| {
+    let close = if keep { 0 } else { descriptor::CLOSE };
+    let results: Vec<Result<TcpStream, Failure>> = thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
             .enumerate()
@@ -116,12 +122,12 @@ pub(crate) fn send(
                 let (blocks, failed) = (&blocks, &failed);
                 let last = if i == 0 {
                     Header {
-                        descriptor: descriptor::EOD | descriptor::EOF | descriptor::CLOSE,
+                        descriptor: descriptor::EOD | descriptor::EOF | close,
                         count: 0,
                         offset: count,
                     }
                 } else {
-                    Header::eod(true)
+                    Header::eod(!keep)
                 };
                 scope.spawn(move || {
                     let result = send_stream(&stream, source, blocks, last, moved, &|| {
@@ -130,10 +136,10 @@ pub(crate) fn send(
                     if result.is_err() {
                         failed.store(true, Ordering::SeqCst);
                         let _ = stream.shutdown(Shutdown::Both);
-                    } else {
+                    } else if !keep {
                         let _ = stream.shutdown(Shutdown::Write);
                     }
-                    result
+                    result.map(|()| stream)
                 })
             })
             .collect();
@@ -145,11 +151,13 @@ pub(crate) fn send(
     if stop() {
         return Err(Failure::Stopped);
     }
+    let (sent, failures): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
     // The first real failure, not the streams it stopped.
-    let mut failures = results.into_iter().filter_map(Result::err);
+    let mut failures = failures.into_iter().filter_map(Result::err);
     let first = failures.next();
     match first {
-        None => Ok(()),
+        None if keep => Ok(sent.into_iter().filter_map(Result::ok).collect()),
+        None => Ok(Vec::new()),
         Some(Failure::Stopped) => Err(failures
             .find(|f| *f != Failure::Stopped)
             .unwrap_or(Failure::Stopped)),
@@ -392,7 +400,8 @@ fn receive_stream(
         if done() {
             return (Some(stream), Ok(()));
         }
-        let n = match stream.read(&mut buf) {
+        let want = reader.wanted().min(buf.len());
+        let n = match stream.read(&mut buf[..want]) {
             Ok(0) => {
                 let result = reader.finish().map_err(|e| bad(&e)).and_then(|()| {
                     if reader.ended() {

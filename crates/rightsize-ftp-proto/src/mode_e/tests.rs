@@ -136,6 +136,28 @@ fn data_after_eod_and_restart_blocks_are_refused_but_a_close_is_not() {
 }
 
 #[test]
+fn reading_what_is_wanted_stops_at_the_eod() {
+    // Two transfers back to back on one connection, read a byte at most
+    // past what is wanted: the first ends exactly at its EOD.
+    let mut wire = block(Header::data(0, 5), b"hello");
+    wire.extend(block(Header::eof(1), &[]));
+    wire.extend(block(Header::eod(false), &[]));
+    let first_len = wire.len();
+    wire.extend(block(Header::data(0, 3), b"two"));
+    let mut reader = BlockReader::new();
+    let mut at = 0;
+    while reader.wanted() > 0 {
+        let take = reader.wanted().min(4);
+        let mut items = Vec::new();
+        reader.feed(&wire[at..at + take], &mut items).unwrap();
+        at += take;
+    }
+    assert!(reader.ended());
+    assert_eq!(at, first_len);
+    assert_eq!(BlockReader::new().wanted(), 17);
+}
+
+#[test]
 fn a_count_that_overflows_the_offset_is_refused() {
     let wire = block(Header::data(u64::MAX - 1, 4), b"abcd");
     assert!(matches!(

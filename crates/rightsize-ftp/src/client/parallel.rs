@@ -225,6 +225,7 @@ pub(crate) fn put(
         Blocks::new(size, &Ranges::new(), BLOCK_BYTES),
         &moved,
         &|| signals::caught().is_some(),
+        false,
     );
     let elapsed = started.elapsed();
     if let Err(failure) = result {

@@ -79,8 +79,24 @@ struct Conn {
     /// Echoes the client's probes and sends it packet trains, once it
     /// asked with `OPTS RIGHTSIZE ON UDP=<port>`.
     responder: Option<Responder>,
-    /// MODE E data connections the client keeps open between uploads.
-    cached: Vec<TcpStream>,
+    /// MODE E data connections kept open after the last transfer: the
+    /// client's, for its next upload, or ours to its PORT address, for
+    /// the next send there.
+    cached: Cached,
+    /// The transfer running is a listing (it leaves `cached` alone).
+    listing: bool,
+}
+
+/// MODE E data connections kept open after a transfer.
+#[derive(Debug, Default)]
+enum Cached {
+    /// None kept.
+    #[default]
+    None,
+    /// The client's, after its upload.
+    Received(Vec<TcpStream>),
+    /// Ours, to this address, after a send.
+    Sent(SocketAddr, Vec<TcpStream>),
 }
 
 /// Serves one control connection to its end. `slot` is the connection's
@@ -125,7 +141,8 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         running: None,
         transfers: 0,
         responder: None,
-        cached: Vec::new(),
+        cached: Cached::None,
+        listing: false,
     };
     conn.shared.log(&format!("{peer}: connected"));
     if conn.act(vec![greeting]) {
@@ -294,12 +311,25 @@ impl Conn {
         let tuner = tuner
             .filter(|_| !matches!(plan.kind, TransferKind::Listing(_)) && plan.extended.is_none());
         let extended = plan.extended;
-        // Kept connections serve the next MODE E upload only.
-        let cached = std::mem::take(&mut self.cached);
-        let cached = if extended.is_some() && matches!(plan.kind, TransferKind::Store { .. }) {
-            cached
-        } else {
-            Vec::new()
+        // Kept connections serve the next MODE E transfer the same way
+        // (an upload, or a send to the same address); others are closed.
+        let sends = !matches!(plan.kind, TransferKind::Store { .. });
+        // A listing goes over connections of its own, closed after it
+        // (globus-url-copy -fast reads a listing only from new ones); the
+        // kept ones wait for the next file.
+        self.listing = matches!(plan.kind, TransferKind::Listing(_));
+        let cached = match (std::mem::take(&mut self.cached), &endpoint) {
+            (kept, _) if self.listing => {
+                self.cached = kept;
+                Vec::new()
+            }
+            (Cached::Received(streams), _) if extended.is_some() && !sends => streams,
+            (Cached::Sent(to, streams), Endpoint::Active(addr))
+                if extended.is_some() && sends && to == *addr =>
+            {
+                streams
+            }
+            _ => Vec::new(),
         };
         let params = DataParams {
             control_peer: self.peer.ip(),
@@ -334,6 +364,7 @@ impl Conn {
             .map_err(|e| TransferOutcome::LocalError(e.to_string()))?;
         let inbox = Arc::new(Mutex::new(None));
         let thread_inbox = Arc::clone(&inbox);
+        let listing = self.listing;
         let thread = thread::Builder::new()
             .name("ftp-data".into())
             .stack_size(TRANSFER_STACK_BYTES)
@@ -358,6 +389,7 @@ impl Conn {
                 let mut report = match (extended, endpoint, flow) {
                     (Some(streams), Endpoint::Active(addr), Flow::Send(source)) => extended::run(
                         addr,
+                        (cached, !listing),
                         source,
                         streams,
                         &params,
@@ -508,7 +540,13 @@ impl Conn {
     }
 
     fn transfer_done(&mut self, mut report: Box<data::DataReport>) -> bool {
-        self.cached = std::mem::take(&mut report.kept);
+        let kept = std::mem::take(&mut report.kept);
+        self.cached = match (report.sent_to, kept.is_empty()) {
+            _ if std::mem::take(&mut self.listing) => std::mem::take(&mut self.cached),
+            (_, true) => Cached::None,
+            (Some(addr), false) => Cached::Sent(addr, kept),
+            (None, false) => Cached::Received(kept),
+        };
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
         }

@@ -159,8 +159,11 @@ pub struct DataReport {
     /// The data socket's `TCP_INFO` after the last byte (the `226` carries
     /// its summary to a rightsize client).
     pub final_tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
-    /// MODE E connections the client keeps open for its next transfer.
+    /// MODE E connections kept open for the next transfer: the client's
+    /// after an upload, ours after a send.
     pub kept: Vec<TcpStream>,
+    /// Where a MODE E send's kept connections go (`None` for an upload).
+    pub sent_to: Option<SocketAddr>,
 }
 
 impl DataReport {
@@ -176,6 +179,7 @@ impl DataReport {
             monitor: None,
             final_tcp_info: None,
             kept: Vec::new(),
+            sent_to: None,
         }
     }
 }

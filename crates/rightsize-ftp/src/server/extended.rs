@@ -3,7 +3,10 @@
 //!
 //! Sending (a retrieve or a listing, [`run`]): the server connects to the
 //! client's PORT/EPRT address as many times as `OPTS RETR Parallelism=`
-//! asked, and the connections share the file's blocks.
+//! asked, and the connections share the file's blocks. They end with EOD
+//! and stay open, as the Globus server's do: the next send to the same
+//! address takes those the client has not closed (a pipelined tree
+//! download then pays no handshake per file).
 //!
 //! Receiving (a store, [`receive`]): the client connects to the passive
 //! listener as many times as it likes (up to 64), the connections a client
@@ -39,11 +42,13 @@ impl WriteAt for Box<dyn StoreTarget> {
 }
 
 /// Sends `source` (a file positioned at its REST offset, the zero source,
-/// or a listing) in blocks over `streams` connections to `addr`.
-/// `on_connect` sees the first connection. Blocks until every connection
-/// ended.
+/// or a listing) in blocks over `streams` connections to `addr`, `cached`
+/// ones (kept by the last send to `addr`) first. `on_connect` sees the
+/// first connection. Blocks until every connection ended; with `keep`,
+/// the report's `kept` holds them, open, else they are closed.
 pub fn run(
     addr: SocketAddr,
+    (cached, keep): (Vec<TcpStream>, bool),
     source: Source,
     streams: u32,
     params: &DataParams,
@@ -59,8 +64,12 @@ pub fn run(
             return report;
         }
     };
-    let mut connections = Vec::new();
-    for _ in 0..streams.max(1) {
+    let mut connections: Vec<TcpStream> = cached
+        .into_iter()
+        .filter(still_open)
+        .take(usize::try_from(streams.max(1)).unwrap_or(1))
+        .collect();
+    while connections.len() < usize::try_from(streams.max(1)).unwrap_or(1) {
         match socket::connect(addr, &params.request, params.connect_timeout) {
             Ok((stream, applied)) => {
                 report.applied.get_or_insert(applied);
@@ -89,15 +98,29 @@ pub fn run(
         Blocks::new(end, &done, BLOCK_BYTES),
         &progress.bytes,
         &|| abort.is_aborted(),
+        keep,
     );
     finish(&mut report, observer, started.elapsed());
     report.outcome = match result {
-        Ok(()) => TransferOutcome::Complete {
-            bytes: progress.bytes.load(Ordering::Relaxed),
-        },
+        Ok(kept) => {
+            report.kept = kept;
+            report.sent_to = keep.then_some(addr);
+            TransferOutcome::Complete {
+                bytes: progress.bytes.load(Ordering::Relaxed),
+            }
+        }
         Err(failure) => outcome(failure),
     };
     report
+}
+
+/// Whether a kept connection can carry another send: the receiver never
+/// writes on it, so anything to read is its end (it closed, or reset).
+fn still_open(stream: &TcpStream) -> bool {
+    matches!(
+        rightsize_sys::poll::wait_one(stream, rightsize_sys::poll::Want::Read, Duration::ZERO),
+        Ok(ready) if !ready.any()
+    )
 }
 
 /// Receives an upload in blocks over `cached` (the connections the
