@@ -388,8 +388,11 @@ impl Conn {
                 };
                 let mut report = match (extended, endpoint, flow) {
                     (Some(streams), Endpoint::Active(addr), Flow::Send(source)) => extended::run(
-                        addr,
-                        (cached, !listing),
+                        extended::Outgoing {
+                            addr,
+                            cached,
+                            keep: !listing,
+                        },
                         source,
                         streams,
                         &params,

@@ -41,14 +41,24 @@ impl WriteAt for Box<dyn StoreTarget> {
     }
 }
 
+/// Where a send goes, over which connections.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The client's PORT/EPRT address.
+    pub addr: SocketAddr,
+    /// Connections to `addr` kept open by the last send there.
+    pub cached: Vec<TcpStream>,
+    /// Keep them open after this send.
+    pub keep: bool,
+}
+
 /// Sends `source` (a file positioned at its REST offset, the zero source,
 /// or a listing) in blocks over `streams` connections to `addr`, `cached`
 /// ones (kept by the last send to `addr`) first. `on_connect` sees the
 /// first connection. Blocks until every connection ended; with `keep`,
 /// the report's `kept` holds them, open, else they are closed.
 pub fn run(
-    addr: SocketAddr,
-    (cached, keep): (Vec<TcpStream>, bool),
+    Outgoing { addr, cached, keep }: Outgoing,
     source: Source,
     streams: u32,
     params: &DataParams,
