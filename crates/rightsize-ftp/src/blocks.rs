@@ -28,7 +28,9 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
@@ -253,6 +255,16 @@ pub(crate) fn receive(
     let halted = || stop() || lock().failed.is_some();
     let done = || lock().assembly.done();
     let active = AtomicUsize::new(0);
+    // A connection that ends wakes the accept loop at once; the end of the
+    // transfer (whole or failed) wakes every connection still waiting.
+    let (wake, woken) = match UnixStream::pair() {
+        Ok((wake, woken)) => (Some(wake), Some(woken)),
+        Err(_) => (None, None),
+    };
+    let (finish, finished) = match UnixStream::pair() {
+        Ok((finish, finished)) => (Some(Mutex::new(finish)), Some(finished)),
+        Err(_) => (None, None),
+    };
     let mut received = Received::default();
     let Incoming {
         listener,
@@ -275,14 +287,22 @@ pub(crate) fn receive(
             running.extend(stream.try_clone().ok());
             active.fetch_add(1, Ordering::SeqCst);
             let (shared, halted, done, active) = (&shared, &halted, &done, &active);
+            let wake = wake.as_ref();
+            let end = End {
+                finish: finish.as_ref(),
+                finished: finished.as_ref(),
+            };
             handles.push(scope.spawn(move || {
                 let (kept, result) =
-                    receive_stream(stream, shared, moved, halted, done, idle_timeout);
+                    receive_stream(stream, shared, moved, halted, done, idle_timeout, end);
                 if let Err(failure) = result {
                     let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
                     s.failed.get_or_insert(failure);
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
+                if let Some(mut wake) = wake {
+                    let _ = wake.write_all(&[1]);
+                }
                 kept
             }));
         };
@@ -306,7 +326,7 @@ pub(crate) fn receive(
                 }
                 break;
             }
-            if !matches!(poll::readable(listener, ACCEPT_POLL), Ok(true)) {
+            if !accept_ready(listener, woken.as_ref(), finished.as_ref()) {
                 continue;
             }
             let stream = match listener.accept() {
@@ -374,16 +394,97 @@ pub(crate) fn receive(
     (outcome, received)
 }
 
+/// Waits up to [`ACCEPT_POLL`] for a connection to accept, or for a
+/// receiving connection to end (`woken`, drained here); true when there is
+/// one to accept.
+fn accept_ready(
+    listener: &TcpListener,
+    woken: Option<&UnixStream>,
+    finished: Option<&UnixStream>,
+) -> bool {
+    let (Some(mut woken), Some(finished)) = (woken, finished) else {
+        return matches!(poll::readable(listener, ACCEPT_POLL), Ok(true));
+    };
+    let fds = [
+        (listener.as_fd(), poll::Want::Read),
+        (woken.as_fd(), poll::Want::Read),
+        (finished.as_fd(), poll::Want::Read),
+    ];
+    let Ok(ready) = poll::wait(&fds, ACCEPT_POLL) else {
+        return false;
+    };
+    if ready.get(1).is_some_and(|r| r.any()) {
+        let _ = woken.set_nonblocking(true);
+        let mut drain = [0u8; 64];
+        let _ = woken.read(&mut drain);
+    }
+    ready.first().is_some_and(|r| r.any())
+}
+
 /// One connection's blocks, written at their offsets, until its EOD;
 /// then the connection, unless the sender closes it. A connection that
 /// carried nothing by the time the transfer is whole is given back too.
+/// How the connections of one transfer learn that it ended.
+#[derive(Clone, Copy)]
+struct End<'a> {
+    /// Written once the transfer is whole or failed (never drained).
+    finish: Option<&'a Mutex<UnixStream>>,
+    /// Readable from then on.
+    finished: Option<&'a UnixStream>,
+}
+
+impl End<'_> {
+    /// Wakes every connection waiting in [`End::wait`].
+    fn signal(&self) {
+        if let Some(finish) = self.finish {
+            let _ = finish
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .write_all(&[1]);
+        }
+    }
+
+    /// Waits up to [`READ_POLL`] for `stream` to have bytes or the
+    /// transfer to end; true when `stream` may be read.
+    fn wait(&self, stream: &TcpStream) -> bool {
+        let Some(finished) = self.finished else {
+            return true;
+        };
+        let fds = [
+            (stream.as_fd(), poll::Want::Read),
+            (finished.as_fd(), poll::Want::Read),
+        ];
+        match poll::wait(&fds, READ_POLL) {
+            Ok(ready) => ready.first().is_some_and(|r| r.any()),
+            Err(_) => true,
+        }
+    }
+}
+
 fn receive_stream(
+    stream: TcpStream,
+    shared: &Mutex<Shared<'_>>,
+    moved: &AtomicU64,
+    halted: &dyn Fn() -> bool,
+    done: &dyn Fn() -> bool,
+    idle_timeout: Duration,
+    end: End<'_>,
+) -> (Option<TcpStream>, Result<(), Failure>) {
+    let (kept, result) = read_stream(stream, shared, moved, halted, done, idle_timeout, end);
+    if result.is_err() || done() {
+        end.signal();
+    }
+    (kept, result)
+}
+
+fn read_stream(
     mut stream: TcpStream,
     shared: &Mutex<Shared<'_>>,
     moved: &AtomicU64,
     halted: &dyn Fn() -> bool,
     done: &dyn Fn() -> bool,
     idle_timeout: Duration,
+    end: End<'_>,
 ) -> (Option<TcpStream>, Result<(), Failure>) {
     let mut reader = BlockReader::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -399,6 +500,13 @@ fn receive_stream(
         }
         if done() {
             return (Some(stream), Ok(()));
+        }
+        if !end.wait(&stream) {
+            if last_data.elapsed() >= idle_timeout {
+                let idle = format!("a data connection moved nothing for {idle_timeout:?}");
+                return (None, Err(Failure::Network(idle)));
+            }
+            continue;
         }
         let want = reader.wanted().min(buf.len());
         let n = match stream.read(&mut buf[..want]) {

@@ -49,7 +49,7 @@ pub struct GetArgs {
     /// missing; default: the directory's name here). Lists with MLSD, or LIST where the server has
     /// no MLSD; links are skipped. A file that fails does not stop the others; with -C, files
     /// already complete (same size) are skipped and part files resumed.
-    #[arg(short = 'r', long, conflicts_with_all = ["parallel", "interval", "telemetry"])]
+    #[arg(short = 'r', long, conflicts_with_all = ["interval", "telemetry"])]
     pub recursive: bool,
 
     /// With -r: files in flight at once, each over its own control connection (as lftp mirror

@@ -98,12 +98,6 @@ impl TreeConsole {
 }
 
 impl TreeObserver for TreeConsole {
-    fn listed(&mut self, files: u64, bytes: u64) {
-        if self.verbose {
-            eprintln!("{files} files, {} to move", Bytes(bytes).human_iec());
-        }
-    }
-
     fn progress(&mut self, p: &TreeProgress) {
         if !self.bar {
             return;
@@ -114,8 +108,9 @@ impl TreeObserver for TreeConsole {
         } else {
             0.0
         };
+        let more = if p.listing > 0 { "+" } else { "" };
         eprint!(
-            "\r\x1b[K{}/{} files  {} / {}  {}",
+            "\r\x1b[K{}/{}{more} files  {} / {}  {}",
             p.files_done,
             p.files_total,
             Bytes(p.bytes_done).human_iec(),

@@ -252,7 +252,7 @@ pub(crate) fn put(
 }
 
 /// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.
-fn extended_mode(
+pub(super) fn extended_mode(
     session: &mut Session<TcpStream>,
     streams: u32,
     observer: &mut dyn Observer,
@@ -282,7 +282,7 @@ fn extended_mode(
 
 /// The reply that ends a transfer, after the markers a GridFTP server
 /// sends before it (`111 Range Marker`, `112-Perf Marker`).
-fn final_reply(
+pub(super) fn final_reply(
     session: &mut Session<TcpStream>,
     verb: &str,
     observer: &mut dyn Observer,
@@ -299,7 +299,12 @@ fn hash_file(file: &mut File, checksum: &mut Checksum) -> io::Result<()> {
     read_into(file, u64::MAX, |piece| checksum.update(piece)).map(|_| ())
 }
 
-fn failed(failure: Failure, server: SocketAddr, verb: &'static str, url: &FtpUrl) -> ClientError {
+pub(super) fn failed(
+    failure: Failure,
+    server: SocketAddr,
+    verb: &'static str,
+    url: &FtpUrl,
+) -> ClientError {
     match failure {
         Failure::Stopped => ClientError::Interrupted {
             signal: signals::caught().unwrap_or("SIGINT"),

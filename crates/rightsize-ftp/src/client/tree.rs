@@ -1,52 +1,54 @@
 //! [`get_tree`]: a remote directory and everything under it, as
-//! `lftp mirror --parallel=N` and `globus-url-copy -r -cc N` move one.
+//! `lftp mirror --parallel=N` and `globus-url-copy -r -cd -pp -cc N` move
+//! one.
 //!
-//! One control connection lists the tree, a directory at a time
-//! (`listing`), and creates the local directories; then `jobs` control
-//! connections, each logged in once, take the files from one queue in
-//! turn, so that `jobs` files are in flight and no file waits for a
-//! login. Each file goes as [`super::get`] sends one (`transfer::get_file`):
-//! its part file, `REST` with `resume`, its checksum with `verify`.
+//! `jobs` control connections, each logged in once, share one queue of
+//! work (`work`): directories to list and files to fetch. The tree is
+//! listed by the same connections while the files already known move.
+//! Where the server takes MODE E (rightsize, the Globus server), each
+//! connection pipelines its commands over data connections kept from file
+//! to file (`pipeline`), so a small file costs no round trip of its own;
+//! elsewhere each file goes as [`super::get`] sends one
+//! (`transfer::get_file`): a passive data connection, its part file,
+//! `REST` with `resume`, its checksum with `verify`.
 //!
 //! Guarantees: every local path is inside the target directory (names are
 //! checked by `entries`); a file that fails does not stop the others: it
-//! is reported with its error, and its part file is kept for `resume` as
-//! [`super::get`] keeps one; a control connection that may be out of step
-//! after a failure is closed and a new one opened for the next file;
-//! after `SIGINT`/`SIGTERM` no new file starts. With `resume`, a local
-//! file that already has the remote size is skipped, not fetched again.
+//! is reported with its error; a control connection that may be out of
+//! step after a failure is closed and a new one opened; after
+//! `SIGINT`/`SIGTERM` no new command is sent. With `resume`, a local file
+//! that already has the remote size is skipped and a part file is resumed
+//! with `REST` (in stream mode: MODE E's blocks have no prefix to resume
+//! after). A top directory that cannot be listed is the transfer's error.
 
-use std::collections::VecDeque;
 use std::net::TcpStream;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use rightsize_ftp_proto::entries::EntryKind;
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::command::TransferMode;
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals;
 use serde::Serialize;
 
 use super::error::ClientError;
 use super::local::Sink;
+use super::parallel;
 use super::session::Session;
 use super::transfer::get_file;
 use super::{Observer, Options, Progress};
+use work::{Item, Work};
 
-/// Deepest directory nesting followed (a server's link loop ends here).
-pub const MAX_DEPTH: usize = 64;
-/// Most entries a tree may hold.
-pub const MAX_ENTRIES: usize = 1_000_000;
+mod pipeline;
+mod work;
+
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 /// Receives what happens during a tree transfer; every method has an
 /// empty default.
 pub trait TreeObserver {
-    /// The listing is done: this many files and bytes to move.
-    fn listed(&mut self, _files: u64, _bytes: u64) {}
     /// Progress of the whole tree, every 200 ms at most.
     fn progress(&mut self, _progress: &TreeProgress) {}
     /// A file ended: its path under the tree and its outcome (bytes moved,
@@ -66,13 +68,15 @@ impl TreeObserver for () {}
 pub struct TreeProgress {
     /// Files ended (moved, failed).
     pub files_done: u64,
-    /// Files to move.
+    /// Files to move, as far as the tree is listed.
     pub files_total: u64,
     /// Bytes moved.
     pub bytes_done: u64,
-    /// Bytes to move.
+    /// Bytes to move, as far as the tree is listed.
     pub bytes_total: u64,
-    /// Since the first file started.
+    /// Directories still to list (0: the totals are final).
+    pub listing: u64,
+    /// Since the transfer started.
     pub elapsed: Duration,
 }
 
@@ -112,9 +116,11 @@ pub struct TreeReport {
     pub not_started: u64,
     /// Control connections that moved files.
     pub jobs: u32,
-    /// Listing the tree.
+    /// Directories that could not be listed (their files are missing).
+    pub unlisted: Vec<FileFailure>,
+    /// From the start to the last listing's end (files move meanwhile).
     pub listing_elapsed: Duration,
-    /// From the first file's start to the last file's end.
+    /// From the start (the first login) to the last file's end.
     pub elapsed: Duration,
 }
 
@@ -141,13 +147,29 @@ struct FileJob {
     local: PathBuf,
     /// From the listing.
     size: Option<u64>,
+    /// What its part file holds (`-C` resumes after it).
+    part_bytes: u64,
 }
 
-/// What a job's thread tells the caller's thread.
+/// What a connection's thread tells the caller's thread.
 enum Event {
     Protocol(u32, String),
     Warning(String),
     Moved(u64),
+    /// A directory listed: the directories and files (and bytes) it
+    /// added.
+    Listed {
+        dirs: u64,
+        files: u64,
+        bytes: u64,
+    },
+    /// A file skipped as complete, its size.
+    Skipped(u64),
+    ListFailed {
+        relative: String,
+        top: bool,
+        error: String,
+    },
     Done {
         relative: String,
         outcome: Result<(u64, u64, bool), String>,
@@ -163,18 +185,16 @@ pub fn get_tree(
     jobs: u32,
     observer: &mut dyn TreeObserver,
 ) -> Result<TreeReport, ClientError> {
-    let listing_started = Instant::now();
-    create_dir(dir)?;
-    let mut relay = Relay(observer);
-    let mut session = Session::open(url, options, &mut relay)?;
-    let (files, directories) = walk(&mut session, url.path(), dir, options, &mut relay)?;
-    session.quit(&mut relay);
-    let listing_elapsed = listing_started.elapsed();
-
+    std::fs::create_dir_all(dir).map_err(|source| ClientError::Local {
+        op: "create the directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let work = Work::new(work::top(url.path(), dir), options.resume);
     let mut report = TreeReport {
         url: url.to_string(),
         local_dir: dir.to_path_buf(),
-        directories,
+        directories: 0,
         files: 0,
         bytes: 0,
         resumed_bytes: 0,
@@ -183,61 +203,50 @@ pub fn get_tree(
         verified_files: 0,
         failures: Vec::new(),
         not_started: 0,
-        jobs: 0,
-        listing_elapsed,
+        jobs: jobs.max(1),
+        unlisted: Vec::new(),
+        listing_elapsed: Duration::ZERO,
         elapsed: Duration::ZERO,
     };
-    let mut queue = VecDeque::new();
-    for job in files {
-        match (options.resume, job.size, std::fs::metadata(&job.local)) {
-            (true, Some(size), Ok(meta)) if meta.is_file() && meta.len() == size => {
-                report.skipped_files += 1;
-                report.skipped_bytes += size;
-            }
-            _ => queue.push_back(job),
-        }
-    }
-    let files_total = queue.len() as u64;
-    let bytes_total = queue.iter().filter_map(|j| j.size).sum();
-    observer.listed(files_total, bytes_total);
-    report.jobs = jobs.clamp(1, u32::try_from(queue.len()).unwrap_or(u32::MAX).max(1));
-    let queue = Mutex::new(queue);
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
-    std::thread::scope(|scope| {
+    let top_error = std::thread::scope(|scope| {
         for connection in 1..=report.jobs {
             let tx = tx.clone();
-            let queue = &queue;
-            scope.spawn(move || run_job(url, queue, options, connection, &tx));
+            let work = &work;
+            scope.spawn(move || run_job(url, work, options, connection, &tx));
         }
         drop(tx);
-        let totals = (files_total, bytes_total);
-        collect(&rx, &mut report, totals, started, options.verify, observer);
+        collect(&rx, &mut report, started, options.verify, observer)
     });
     report.elapsed = started.elapsed();
-    report.not_started = queue
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .len() as u64;
-    Ok(report)
+    report.not_started = work.files_left();
+    match top_error {
+        Some(why) => Err(ClientError::Tree {
+            why: format!("cannot list {url}: {why}"),
+        }),
+        None => Ok(report),
+    }
 }
 
-/// The caller's side: events into the observer and the report.
+/// The caller's side: events into the observer and the report. Returns
+/// why the top directory could not be listed, if it could not.
 fn collect(
     rx: &Receiver<Event>,
     report: &mut TreeReport,
-    (files_total, bytes_total): (u64, u64),
     started: Instant,
     verify: bool,
     observer: &mut dyn TreeObserver,
-) {
+) -> Option<String> {
     let mut progress = TreeProgress {
         files_done: 0,
-        files_total,
+        files_total: 0,
         bytes_done: 0,
-        bytes_total,
+        bytes_total: 0,
+        listing: 1,
         elapsed: Duration::ZERO,
     };
+    let mut top_error = None;
     let mut shown = Instant::now();
     loop {
         let event = match rx.recv_timeout(PROGRESS_EVERY) {
@@ -249,6 +258,33 @@ fn collect(
             Some(Event::Protocol(connection, line)) => observer.protocol(connection, &line),
             Some(Event::Warning(message)) => observer.warning(&message),
             Some(Event::Moved(bytes)) => progress.bytes_done += bytes,
+            Some(Event::Listed { dirs, files, bytes }) => {
+                report.directories += 1;
+                progress.listing = (progress.listing + dirs).saturating_sub(1);
+                report.listing_elapsed = started.elapsed();
+                progress.files_total += files;
+                progress.bytes_total += bytes;
+            }
+            Some(Event::Skipped(bytes)) => {
+                report.skipped_files += 1;
+                report.skipped_bytes += bytes;
+            }
+            Some(Event::ListFailed {
+                relative,
+                top,
+                error,
+            }) => {
+                progress.listing = progress.listing.saturating_sub(1);
+                if top {
+                    top_error.get_or_insert(error);
+                } else {
+                    observer.warning(&format!("cannot list \"{relative}\": {error}"));
+                    report.unlisted.push(FileFailure {
+                        path: relative,
+                        error,
+                    });
+                }
+            }
             Some(Event::Done { relative, outcome }) => {
                 progress.files_done += 1;
                 match &outcome {
@@ -273,141 +309,148 @@ fn collect(
             observer.progress(&progress);
         }
     }
+    top_error
 }
 
-/// Lists the tree under `top` breadth first, creating its directories
-/// under `dir`; returns the files and the number of directories.
-fn walk(
-    session: &mut Session<TcpStream>,
-    top: &[u8],
-    dir: &Path,
-    options: &Options,
-    observer: &mut dyn Observer,
-) -> Result<(Vec<FileJob>, u64), ClientError> {
-    let mut files = Vec::new();
-    let mut directories = 0u64;
-    let mut pending = VecDeque::from([(top.to_vec(), String::new(), dir.to_path_buf(), 0usize)]);
-    let mut entries_seen = 0usize;
-    while let Some((remote, relative, local, depth)) = pending.pop_front() {
-        directories += 1;
-        let entries = session.list_dir(&remote, options, observer)?;
-        entries_seen += entries.len();
-        if entries_seen > MAX_ENTRIES {
-            return Err(ClientError::Tree {
-                why: format!(
-                    "the tree holds more than {MAX_ENTRIES} entries; download it in parts"
-                ),
-            });
-        }
-        for entry in entries {
-            let name = String::from_utf8_lossy(&entry.name).into_owned();
-            let child_remote = join_remote(&remote, &entry.name);
-            let child_relative = if relative.is_empty() {
-                name.clone()
-            } else {
-                format!("{relative}/{name}")
-            };
-            let child_local = local.join(std::ffi::OsStr::from_bytes(&entry.name));
-            match entry.kind {
-                EntryKind::File => files.push(FileJob {
-                    remote: child_remote,
-                    relative: child_relative,
-                    local: child_local,
-                    size: entry.size,
-                }),
-                EntryKind::Dir if depth + 1 > MAX_DEPTH => {
-                    observer.warning(&format!(
-                        "skipped \"{child_relative}\": deeper than {MAX_DEPTH} directories"
-                    ));
-                }
-                EntryKind::Dir => {
-                    create_dir(&child_local)?;
-                    pending.push_back((child_remote, child_relative, child_local, depth + 1));
-                }
-                EntryKind::Other => observer.warning(&format!(
-                    "skipped \"{child_relative}\": neither a file nor a directory (a link?)"
-                )),
-            }
-        }
-    }
-    Ok((files, directories))
-}
-
-/// `dir/name` as the server spells paths (an empty `dir` is the login
-/// directory).
-fn join_remote(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut path = dir.to_vec();
-    if !path.is_empty() && !path.ends_with(b"/") {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
-    path
-}
-
-fn create_dir(dir: &Path) -> Result<(), ClientError> {
-    std::fs::create_dir_all(dir).map_err(|source| ClientError::Local {
-        op: "create the directory",
-        path: dir.to_path_buf(),
-        source,
-    })
-}
-
-/// One connection's share: files from `queue` until none is left or a
-/// signal came.
-fn run_job(
-    url: &FtpUrl,
-    queue: &Mutex<VecDeque<FileJob>>,
-    options: &Options,
-    connection: u32,
-    tx: &Sender<Event>,
-) {
+/// One connection's share of the work, until none is left or a signal
+/// came: over MODE E, pipelined, when the server takes it (`pipeline`);
+/// else one piece after the other in stream mode.
+fn run_job(url: &FtpUrl, work: &Work, options: &Options, connection: u32, tx: &Sender<Event>) {
     let mut forward = Forward {
         tx,
         connection,
         file_bytes: 0,
     };
     let mut session: Option<Session<TcpStream>> = None;
+    // Whether this server takes MODE E, once asked.
+    let mut extended: Option<bool> = None;
+    // Files the pipeline left for the stream mode (part files to resume).
+    let mut later: Vec<FileJob> = Vec::new();
     loop {
         if signals::caught().is_some() {
             break;
         }
-        let next = queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
-        let Some(job) = next else { break };
-        forward.file_bytes = 0;
-        let outcome = fetch(url, &mut session, &job, options, &mut forward);
-        let outcome = match outcome {
-            Ok(report) => Ok((
-                report.bytes,
-                report.resumed_bytes,
-                report.checksum.is_some_and(|c| c.verified),
-            )),
-            Err(error) => {
-                if !keeps_session(&error) {
-                    session = None;
+        if session.is_none() {
+            match open_session(url, options, &mut extended, &mut forward) {
+                Ok(opened) => session = Some(opened),
+                Err(e) => {
+                    // The work that would have come next fails with it.
+                    let Some(item) = work.next(true) else { break };
+                    fail(item, &e, work, &mut forward);
+                    continue;
                 }
-                Err(chain(&error))
+            }
+        }
+        let Some(open) = session.as_mut() else { break };
+        if extended == Some(true) {
+            match pipeline::run(open, work, options, &mut later, &mut forward) {
+                Ok(()) if later.is_empty() => break,
+                Ok(()) => {
+                    // Back to stream mode for the part files.
+                    let mode = Command::Mode(TransferMode::Stream);
+                    if open.control.expect_completion(&mode, &mut forward).is_err() {
+                        session = None;
+                    }
+                    extended = Some(false);
+                    continue;
+                }
+                Err(_) => {
+                    session = None;
+                    continue;
+                }
+            }
+        }
+        let item = match later.pop() {
+            Some(job) => Item::Get(job),
+            None => match work.next(true) {
+                Some(item) => item,
+                None => break,
+            },
+        };
+        let keep = match item {
+            Item::List(dir) => {
+                let listed = open.list_dir(&dir.remote, options, &mut forward);
+                let keep = listed.as_ref().err().is_none_or(keeps_session);
+                let entries = listed.map_err(|e| chain(&e));
+                work.listed(&dir, entries, &mut |event| {
+                    let _ = tx.send(event);
+                });
+                keep
+            }
+            Item::Get(job) => {
+                forward.file_bytes = 0;
+                let outcome = fetch(open, &job, options, &mut forward);
+                let keep = outcome.as_ref().err().is_none_or(keeps_session);
+                let outcome = outcome
+                    .map(|report| {
+                        (
+                            report.bytes,
+                            report.resumed_bytes,
+                            report.checksum.is_some_and(|c| c.verified),
+                        )
+                    })
+                    .map_err(|e| chain(&e));
+                forward.done(job, outcome);
+                keep
             }
         };
-        let _ = tx.send(Event::Done {
-            relative: job.relative,
-            outcome,
-        });
+        if !keep {
+            session = None;
+        }
     }
     if let Some(session) = session {
         session.quit(&mut forward);
     }
 }
 
-fn fetch(
+/// A piece of work that cannot be done: `error` is its outcome.
+fn fail(item: Item, error: &ClientError, work: &Work, forward: &mut Forward<'_>) {
+    match item {
+        Item::List(dir) => work.listed(&dir, Err(chain(error)), &mut |event| {
+            let _ = forward.tx.send(event);
+        }),
+        Item::Get(job) => forward.done(job, Err(chain(error))),
+    }
+}
+
+/// A logged-in session for a job; asks for MODE E unless `extended` is
+/// already false (a refusal leaves the session in stream mode, and
+/// `extended` false).
+fn open_session(
     url: &FtpUrl,
-    session: &mut Option<Session<TcpStream>>,
+    options: &Options,
+    extended: &mut Option<bool>,
+    forward: &mut Forward<'_>,
+) -> Result<Session<TcpStream>, ClientError> {
+    let mut session = Session::open(url, options, forward)?;
+    if extended.is_none_or(|on| on) {
+        let asked = parallel::extended_mode(&mut session, options.streams.max(1), forward);
+        match asked {
+            Ok(()) => *extended = Some(true),
+            Err(ClientError::NoParallel { .. }) => *extended = Some(false),
+            Err(e) => return Err(e),
+        }
+    }
+    if *extended == Some(false) && options.tune.is_some() {
+        session.rightsize_on(forward)?;
+    }
+    Ok(session)
+}
+
+fn fetch(
+    session: &mut Session<TcpStream>,
     job: &FileJob,
     options: &Options,
     forward: &mut Forward<'_>,
 ) -> Result<super::Report, ClientError> {
+    refuse_directory(job)?;
+    let sink = Sink::open(&job.local, options.resume)?;
+    get_file(session, &job.remote, sink, job.size, options, forward)
+}
+
+/// A local directory where the file should go is the file's error, before
+/// any byte moves.
+fn refuse_directory(job: &FileJob) -> Result<(), ClientError> {
     if job.local.is_dir() {
         return Err(ClientError::Local {
             op: "write the file (a directory holds its name)",
@@ -415,18 +458,7 @@ fn fetch(
             source: std::io::ErrorKind::IsADirectory.into(),
         });
     }
-    let sink = Sink::open(&job.local, options.resume)?;
-    let session = match session {
-        Some(session) => session,
-        None => {
-            let mut opened = Session::open(url, options, forward)?;
-            if options.tune.is_some() {
-                opened.rightsize_on(forward)?;
-            }
-            session.insert(opened)
-        }
-    };
-    get_file(session, &job.remote, sink, job.size, options, forward)
+    Ok(())
 }
 
 /// The error and its causes, on one line.
@@ -480,30 +512,26 @@ impl Observer for Forward<'_> {
     }
 }
 
-/// The listing's [`Observer`]: straight to the caller's.
-struct Relay<'a>(&'a mut dyn TreeObserver);
-
-impl Observer for Relay<'_> {
-    fn protocol(&mut self, line: &str) {
-        self.0.protocol(0, line);
+impl Forward<'_> {
+    /// A file ended.
+    fn done(&mut self, job: FileJob, outcome: Result<(u64, u64, bool), String>) {
+        let _ = self.tx.send(Event::Done {
+            relative: job.relative,
+            outcome,
+        });
     }
 
-    fn warning(&mut self, message: &str) {
-        self.0.warning(message);
+    /// Bytes moved.
+    fn moved(&mut self, bytes: u64) {
+        if bytes > 0 {
+            let _ = self.tx.send(Event::Moved(bytes));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn remote_paths_join_with_one_slash() {
-        assert_eq!(join_remote(b"", b"a"), b"a");
-        assert_eq!(join_remote(b"pub", b"a"), b"pub/a");
-        assert_eq!(join_remote(b"pub/", b"a"), b"pub/a");
-        assert_eq!(join_remote(b"/abs", b"a b"), b"/abs/a b");
-    }
 
     #[test]
     fn only_answered_failures_keep_the_connection() {
