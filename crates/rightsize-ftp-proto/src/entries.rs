@@ -9,7 +9,9 @@
 //! the month and the name is whatever follows the time or year, spaces
 //! included; a symbolic link (`l...`) is neither a file nor a directory.
 //! Fact names in `MLSD` are case-insensitive (the Globus server writes
-//! `Type=`, `Size=`).
+//! `Type=`, `Size=`); an entry with a `UNIX.slink` fact (the Globus server
+//! lists a link as the directory or file it points to, with that fact) is
+//! a link, not followed.
 //!
 //! Guarantees: no input makes a parser panic; [`Entry::name`] is never
 //! `.`, `..`, empty, or a name with `/` or NUL in it: such an entry is an
@@ -75,6 +77,7 @@ pub fn parse_mlsx(line: &[u8]) -> Result<Option<Entry>, EntryError> {
     let (facts, name) = (&line[..space], &line[space + 1..]);
     let mut kind = None;
     let mut size = None;
+    let mut link = false;
     for fact in facts.split(|b| *b == b';').filter(|f| !f.is_empty()) {
         let eq = fact.iter().position(|b| *b == b'=').ok_or_else(malformed)?;
         let (key, value) = (&fact[..eq], &fact[eq + 1..]);
@@ -90,9 +93,13 @@ pub fn parse_mlsx(line: &[u8]) -> Result<Option<Entry>, EntryError> {
             });
         } else if key.eq_ignore_ascii_case(b"size") {
             size = Some(decimal(value).ok_or_else(malformed)?);
+        } else if key.eq_ignore_ascii_case(b"unix.slink") {
+            link = true;
         }
     }
     let kind = kind.ok_or_else(malformed)?;
+    // The Globus server shows a link as what it points to, with its target.
+    let kind = if link { EntryKind::Other } else { kind };
     entry(name, kind, size)
 }
 

@@ -568,3 +568,35 @@ fn vsftpd_get_r_a_tree_over_list_then_skip_it_with_c() {
     assert_eq!(summary["files"], 0);
     assert_eq!(summary["bytes"], 0);
 }
+
+#[test]
+fn globus_get_r_a_tree_pipelined_over_two_streams_verified() {
+    let server = globus();
+    let made = public_tree(&files_dir(&server), 60);
+    // The Globus server lists a link as what it points to: not followed.
+    std::os::unix::fs::symlink("/etc", files_dir(&server).join("set/link")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let copy = out.path().join("copy");
+    let url = server.url(&format!("/{}/", files_dir(&server).join("set").display()));
+    let output = rightsize(&[
+        "get",
+        "-r",
+        &url,
+        "-o",
+        copy.to_str().unwrap(),
+        "-P",
+        "2",
+        "-j",
+        "2",
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    for (name, bytes) in &made {
+        assert!(same_bytes(&copy.join(name), bytes), "{name} differs");
+    }
+    let summary = json(&output);
+    assert_eq!(summary["files"], made.len() as u64);
+    assert_eq!(summary["verified_files"], made.len() as u64);
+    assert_eq!(names_in(&copy), ["a", "c", "with space.txt"]);
+}

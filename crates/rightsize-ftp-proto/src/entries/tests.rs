@@ -26,6 +26,11 @@ fn mlsd_lines_of_rightsize_and_globus() {
     assert_eq!(parse_mlsx(globus), Ok(dir("sub")));
     assert_eq!(parse_mlsx(b"type=cdir;perm=el; ."), Ok(None));
     assert_eq!(parse_mlsx(b"Type=pdir; .."), Ok(None));
+    let globus_link = b"Type=dir;Size=4096;Perm=el;UNIX.mode=0755;UNIX.slink=/etc; link";
+    assert_eq!(
+        parse_mlsx(globus_link).unwrap().unwrap().kind,
+        EntryKind::Other
+    );
     let link = parse_mlsx(b"type=OS.unix=slink:/etc;size=4; l")
         .unwrap()
         .unwrap();
