@@ -317,7 +317,7 @@ fn start_vsftpd(path: &VethPath, dir: &Path, root: &Path) -> anyhow::Result<Daem
 
 /// A file of `bytes` pseudo-random bytes, then read once so it is in the
 /// page cache.
-fn write_file(path: &Path, bytes: u64) -> anyhow::Result<()> {
+pub fn write_file(path: &Path, bytes: u64) -> anyhow::Result<()> {
     let mut f = fs::File::create(path)?;
     let mut block = vec![0u8; 1 << 20];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;

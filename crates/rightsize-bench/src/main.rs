@@ -20,8 +20,12 @@
 //! with ends that are not rightsize (vsftpd, curl, globus-url-copy) on
 //! emulated paths, and the goals P1 to P6; see [`peers`].
 //!
+//! `rightsize-bench datasets`: trees of small files and parallel streams
+//! beside lftp and globus-url-copy on emulated paths; see [`datasets`].
+//!
 //! Run them with `scripts/bench` (builds release binaries first), as root.
 
+mod datasets;
 mod emulated;
 mod flags;
 mod ftp;
@@ -40,10 +44,11 @@ type Bench = (
     fn(&[String]) -> anyhow::Result<bool>,
 );
 
-const BENCHES: [Bench; 3] = [
+const BENCHES: [Bench; 4] = [
     ("ftp", ftp::USAGE, ftp::run),
     ("tuners", tuners::USAGE, tuners::run),
     ("peers", peers::USAGE, peers::run),
+    ("datasets", datasets::USAGE, datasets::run),
 ];
 
 /// Prints a usage text; a closed pipe (`| head`) is not an error.

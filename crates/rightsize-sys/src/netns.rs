@@ -118,7 +118,8 @@ impl Namespace {
 
     /// Gives the namespace its own `/etc/hosts` (`ip netns exec` mounts
     /// `/etc/netns/NAME/hosts` over it), so programs that look up their own
-    /// address by name (globus-gridftp-server does) find it without DNS.
+    /// address by name (globus-gridftp-server does) find it without DNS,
+    /// and its own `/etc/resolv.conf`, where any other lookup fails at once.
     pub fn set_hosts(&self, entries: &[(Ipv4Addr, &str)]) -> Result<(), NetnsError> {
         write_hosts(&self.name, entries)
     }
@@ -150,8 +151,18 @@ pub fn write_hosts(name: &str, entries: &[(Ipv4Addr, &str)]) -> Result<(), Netns
     let path = dir.join("hosts");
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&path, text))
-        .map_err(|source| NetnsError::Write { path, source })
+        .map_err(|source| NetnsError::Write { path, source })?;
+    // No DNS server is reachable from the namespace: a name or address not
+    // in its hosts file (globus-gridftp-server looks up the address of
+    // every client) must fail at once, not after the resolver's timeouts
+    // towards the machine's server (30 s per connection, measured).
+    let path = dir.join("resolv.conf");
+    std::fs::write(&path, RESOLV_CONF).map_err(|source| NetnsError::Write { path, source })
 }
+
+/// A namespace's `/etc/resolv.conf`: its own loopback, where nothing
+/// answers, so a lookup fails with a refused query at once.
+const RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
 
 /// Removes what [`write_hosts`] wrote for `name`.
 pub fn remove_hosts(name: &str) {
