@@ -64,7 +64,7 @@ pub struct GetArgs {
 /// `rightsize put`.
 #[derive(Debug, Args)]
 pub struct PutArgs {
-    /// The local file to upload.
+    /// The local file to upload (with -r, the directory).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
@@ -78,6 +78,17 @@ pub struct PutArgs {
     /// mostly costs CPU.
     #[arg(long, value_name = "BYTES", allow_hyphen_values = true)]
     pub write_size: Option<WriteSize>,
+
+    /// Upload the directory FILE and everything under it: a URL ending in / gets its name, else the
+    /// URL names the remote directory. Directories are made with MKD (one that exists is fine);
+    /// links are skipped. A file that fails does not stop the others; with -C, files the server
+    /// holds whole (SIZE) are skipped and part ones finished.
+    #[arg(short = 'r', long, conflicts_with_all = ["interval", "telemetry", "write_size"])]
+    pub recursive: bool,
+
+    /// With -r: files in flight at once, each over its own control connection, 1 to 64.
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64), requires = "recursive")]
+    pub jobs: u32,
 
     #[command(flatten)]
     pub common: TransferArgs,
@@ -379,6 +390,9 @@ fn say_kept(url: &FtpUrl, output: &Option<PathBuf>, target: &std::path::Path) {
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    if args.recursive {
+        return crate::tree::run_put(args);
+    }
     let mut console = Console::new(
         args.common.interval,
         args.common.verbose,

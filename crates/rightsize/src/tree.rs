@@ -1,4 +1,4 @@
-//! `rightsize get -r`: a directory tree. Glue: the target directory, the
+//! `rightsize get -r` and `put -r`: a directory tree. Glue: the target, the
 //! console (progress of the whole tree, one line per failed file, the
 //! protocol trace with each connection's number) and the summary as text
 //! or JSON.
@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use rightsize_ftp::client::{self, TreeObserver, TreeProgress, TreeReport};
+use rightsize_ftp::client::{self, Direction, TreeObserver, TreeProgress, TreeReport};
 use rightsize_sys::signals::{self, StopSignals};
 use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde_json::json;
 
-use crate::transfer::GetArgs;
+use crate::transfer::{GetArgs, PutArgs, TransferArgs};
 
 /// `rightsize get -r URL [-o DIR]`.
 pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
@@ -32,42 +32,60 @@ pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
             return Ok(crate::exit::usage());
         }
     };
+    let options = args.common.options(&args.url);
+    let resume = format!("rightsize get -r -C {} -o {}", args.url, dir.display());
+    finish(&args.common, Direction::Get, &resume, |console| {
+        client::get_tree(&args.url, &dir, &options, args.jobs, console)
+    })
+}
+
+/// `rightsize put -r DIR URL`.
+pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    let options = args.common.options(&args.url);
+    let resume = format!("rightsize put -r -C {} {}", args.file.display(), args.url);
+    finish(&args.common, Direction::Put, &resume, |console| {
+        client::put_tree(&args.file, &args.url, &options, args.jobs, console)
+    })
+}
+
+/// Runs a tree transfer with signals caught, prints the failures and the
+/// summary; the exit code: 0, 1 when a file failed, 130/143 after a
+/// signal (with `resume`, the command that finishes the job).
+fn finish(
+    common: &TransferArgs,
+    direction: Direction,
+    resume: &str,
+    transfer: impl FnOnce(&mut TreeConsole) -> Result<TreeReport, client::ClientError>,
+) -> anyhow::Result<ExitCode> {
     let mut console = TreeConsole {
-        verbose: args.common.verbose,
-        bar: std::io::stderr().is_terminal() && !args.common.json,
+        verbose: common.verbose,
+        bar: std::io::stderr().is_terminal() && !common.json,
         bar_drawn: false,
     };
-    let options = args.common.options(&args.url);
     let signals = StopSignals::install()?;
-    let result = client::get_tree(&args.url, &dir, &options, args.jobs, &mut console);
+    let result = transfer(&mut console);
     drop(signals);
     console.clear_bar();
     let report = result?;
     for failure in &report.failures {
         eprintln!("rightsize: {}: {}", failure.path, failure.error);
     }
-    if args.common.json {
-        let json = serde_json::to_string_pretty(&summary_json(&report))?;
+    if common.json {
+        let json = serde_json::to_string_pretty(&summary_json(&report, direction))?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{json}").context("write the JSON summary to standard output")?;
     } else {
-        print!("{}", summary_text(&report));
+        print!("{}", summary_text(&report, direction));
     }
     if let Some(signal) = signals::caught() {
-        eprintln!(
-            "rightsize: stopped by {signal}; resume with: rightsize get -r -C {} -o {}",
-            args.url,
-            dir.display()
-        );
+        eprintln!("rightsize: stopped by {signal}; go on with: {resume}");
         return Ok(ExitCode::from(if signal == "SIGINT" { 130 } else { 143 }));
     }
     if !report.failures.is_empty() {
         eprintln!(
-            "rightsize: {} of {} files failed; fetch what is missing with: rightsize get -r -C {} -o {}",
+            "rightsize: {} of {} files failed; move what is missing with: {resume}",
             report.failures.len(),
             report.failures.len() as u64 + report.files,
-            args.url,
-            dir.display()
         );
         return Ok(ExitCode::FAILURE);
     }
@@ -133,9 +151,13 @@ impl TreeObserver for TreeConsole {
     }
 }
 
-fn summary_text(report: &TreeReport) -> String {
+fn summary_text(report: &TreeReport, direction: Direction) -> String {
+    let (verb, arrow, what) = match direction {
+        Direction::Get => ("get", "->", "listed"),
+        Direction::Put => ("put", "<-", "made"),
+    };
     let mut out = format!(
-        "get -r {} -> {}\n  {} files, {} in {} ({}) over {} connection{}; {} director{} listed in {}\n",
+        "{verb} -r {} {arrow} {}\n  {} files, {} in {} ({}) over {} connection{}; {} director{} {what} in {}\n",
         report.url,
         report.local_dir.display(),
         report.files,
@@ -177,10 +199,10 @@ fn summary_text(report: &TreeReport) -> String {
     out
 }
 
-fn summary_json(report: &TreeReport) -> serde_json::Value {
+fn summary_json(report: &TreeReport, direction: Direction) -> serde_json::Value {
     json!({
         "url": report.url,
-        "direction": "get",
+        "direction": direction,
         "recursive": true,
         "local_dir": report.local_dir,
         "directories": report.directories,
@@ -194,6 +216,7 @@ fn summary_json(report: &TreeReport) -> serde_json::Value {
         "not_started": report.not_started,
         "connections": report.jobs,
         "listing_seconds": report.listing_elapsed.as_secs_f64(),
+        "unlisted": report.unlisted,
         "elapsed_seconds": report.elapsed.as_secs_f64(),
         "goodput_bps": report.goodput_bps(),
         "argv": crate::transfer_output::argv_without_passwords(),

@@ -600,3 +600,51 @@ fn globus_get_r_a_tree_pipelined_over_two_streams_verified() {
     assert_eq!(summary["verified_files"], made.len() as u64);
     assert_eq!(names_in(&copy), ["a", "c", "with space.txt"]);
 }
+
+#[test]
+fn vsftpd_put_r_a_tree_into_the_upload_dir() {
+    let server = vsftpd();
+    let local = tempfile::tempdir().unwrap();
+    let made = public_tree(local.path(), 12);
+    let output = rightsize(&[
+        "put",
+        "-r",
+        local.path().join("set").to_str().unwrap(),
+        &server.url("/up/"),
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    let there = files_dir(&server).join("up/set");
+    for (name, bytes) in &made {
+        assert!(same_bytes(&there.join(name), bytes), "{name} differs");
+    }
+    let summary = json(&output);
+    assert_eq!(summary["direction"], "put");
+    assert_eq!(summary["files"], made.len() as u64);
+}
+
+#[test]
+fn globus_put_r_a_tree_pipelined_over_two_streams_verified() {
+    let server = globus();
+    let local = tempfile::tempdir().unwrap();
+    let made = public_tree(local.path(), 30);
+    let url = server.url(&format!("/{}/", files_dir(&server).display()));
+    let output = rightsize(&[
+        "put",
+        "-r",
+        local.path().join("set").to_str().unwrap(),
+        &url,
+        "-P",
+        "2",
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    let there = files_dir(&server).join("set");
+    for (name, bytes) in &made {
+        assert!(same_bytes(&there.join(name), bytes), "{name} differs");
+    }
+    let summary = json(&output);
+    assert_eq!(summary["files"], made.len() as u64);
+    assert_eq!(summary["verified_files"], made.len() as u64);
+}

@@ -412,3 +412,42 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn rightsize_put_r_a_tree_pipelined_then_skip_it_with_c() {
+    let f = Fixture::new();
+    let local = tempfile::tempdir().unwrap();
+    let top = local.path().join("run42");
+    let mut made = Vec::new();
+    for i in 0..25u64 {
+        let name = format!("d{}/f{i}.bin", i % 4);
+        let path = top.join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let bytes = random_bytes(30_000 + i as usize * 5000, i);
+        std::fs::write(&path, &bytes).unwrap();
+        made.push((name, bytes));
+    }
+    std::fs::write(top.join("empty"), b"").unwrap();
+    made.push(("empty".to_owned(), Vec::new()));
+    let url = format!("ftp://alice:pw-alice@{}/pub/", f.serve.addr);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["put", "-r", top.to_str().unwrap(), &url, "--json"];
+        args.extend_from_slice(extra);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let summary = run(&["--verify", "-j", "2", "-P", "2"]);
+    assert_eq!(summary["files"], made.len() as u64);
+    assert_eq!(summary["verified_files"], made.len() as u64);
+    for (name, bytes) in &made {
+        let there = f.file(&format!("pub/run42/{name}"));
+        assert_eq!(&std::fs::read(&there).unwrap(), bytes, "{name}");
+    }
+    let summary = run(&["-C"]);
+    assert_eq!(summary["skipped_files"], made.len() as u64);
+    assert_eq!(summary["files"], 0);
+}

@@ -63,7 +63,7 @@ pub use local::{PART_SUFFIX, part_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, local_target, put};
-pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree};
+pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree, put_tree};
 
 /// Default time to open a control or data connection, and in active mode
 /// to wait for the server to connect back.

@@ -208,6 +208,30 @@ pub fn put(
     if options.streams > 1 {
         return super::parallel::put(local, url, options, options.streams, observer);
     }
+    let path = remote_path(url, local);
+    // Opened before connecting: a missing file fails fast.
+    let upload = open_upload(local)?;
+    let mut session = Session::open(url, options, observer)?;
+    if options.tune.is_some() {
+        session.rightsize_on(observer)?;
+    }
+    let mut report = put_file(&mut session, local, upload, &path, options, observer)?;
+    report.url = url.to_string();
+    session.quit(observer);
+    Ok(report)
+}
+
+/// Uploads `upload` (the open file at `local` and its size) to `path` over
+/// a session already open, and leaves the session open for the next file.
+/// The report's `url` is left for the caller to fill in.
+pub(crate) fn put_file(
+    session: &mut Session<TcpStream>,
+    local: &Path,
+    (mut file, size): (File, u64),
+    path: &[u8],
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
     let local_error = |op| {
         move |source| ClientError::Local {
             op,
@@ -215,35 +239,21 @@ pub fn put(
             source,
         }
     };
-    let (mut file, size) = open_upload(local)?;
     let expected_bytes = Some(size);
-    let path = remote_path(url, local);
-
-    let mut session = Session::open(url, options, observer)?;
-    if options.tune.is_some() {
-        session.rightsize_on(observer)?;
-    }
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
     };
-    let mut checksum = start_checksum(&session, options, observer);
+    let mut checksum = start_checksum(session, options, observer);
     let resumed = if options.resume {
-        resume_upload(
-            &mut file,
-            local,
-            &mut session,
-            &path,
-            &mut checksum,
-            observer,
-        )?
+        resume_upload(&mut file, local, session, path, &mut checksum, observer)?
     } else {
         0
     };
     let remaining = expected_bytes.map(|size| size.saturating_sub(resumed));
 
-    let stor = Command::Stor(arg(&path, "path")?);
-    let mut data = open_data(&mut session, &stor, &path, Role::Sender, options, observer)?;
+    let stor = Command::Stor(arg(path, "path")?);
+    let mut data = open_data(session, &stor, path, Role::Sender, options, observer)?;
     let mut chunk = vec![0u8; options.write_size.map_or(CHUNK_BYTES, WriteSize::bytes)];
     loop {
         // With a write size every piece is whole (one write each), however
@@ -265,12 +275,11 @@ pub fn put(
     }
     data.end_upload(options)?;
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
-    let done = data.finish(&mut session, observer)?;
-    let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
+    let done = data.finish(session, observer)?;
+    let checksum = finish_checksum(session, checksum, path, options.verify, observer)?;
     let server = session.control.server();
-    session.quit(observer);
     Ok(Report {
-        url: url.to_string(),
+        url: String::new(),
         direction: Direction::Put,
         local_path: Some(local.to_path_buf()),
         bytes,

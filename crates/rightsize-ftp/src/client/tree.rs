@@ -41,7 +41,10 @@ use super::{Observer, Options, Progress};
 use work::{Item, Work};
 
 mod pipeline;
+mod upload;
 mod work;
+
+pub use upload::put_tree;
 
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);

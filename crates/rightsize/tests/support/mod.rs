@@ -224,8 +224,9 @@ pub fn pyftpdlib_with_user(user: &str, password: &str) -> Server {
     )
 }
 
-/// vsftpd 3.0.3, anonymous, uploads allowed into `up/` only (the served
-/// root itself stays unwritable, as vsftpd's chroot rule wants).
+/// vsftpd 3.0.3, anonymous, uploads and new directories allowed into
+/// `up/` only (the served root itself stays unwritable, as vsftpd's chroot
+/// rule wants).
 pub fn vsftpd() -> Server {
     std::fs::create_dir_all("/var/run/vsftpd/empty").unwrap();
     let root = tempfile::tempdir().unwrap();
@@ -245,7 +246,7 @@ pub fn vsftpd() -> Server {
             let text = format!(
                 "listen=YES\nbackground=NO\nlisten_address=127.0.0.1\nlisten_port={port}\n\
              anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
-             write_enable=YES\nanon_upload_enable=YES\nanon_umask=022\n\
+             write_enable=YES\nanon_upload_enable=YES\nanon_mkdir_write_enable=YES\nanon_umask=022\n\
              pasv_min_port={passive}\npasv_max_port={}\nrun_as_launching_user=YES\n\
              seccomp_sandbox=NO\nxferlog_enable=NO\n",
                 root.join("files").display(),
