@@ -26,6 +26,19 @@ use super::{Observer, Options, SbufReport};
 use crate::tuning::{self, EarlyProbes};
 use rightsize_tune::{Peer, Role, TunerSpec};
 
+/// `CKSM <alg> 0 -1 <path>`: the server's checksum of the whole file.
+pub(crate) fn cksm(algorithm: Algorithm, path: &[u8]) -> Result<Command, ClientError> {
+    Ok(Command::Cksm {
+        algorithm: Token::new(algorithm.name()).map_err(|source| ClientError::Argument {
+            what: "checksum name",
+            source,
+        })?,
+        offset: 0,
+        length: None,
+        path: arg(path, "path")?,
+    })
+}
+
 /// A logged-in control connection in binary mode.
 #[derive(Debug)]
 pub(crate) struct Session<S> {
@@ -252,31 +265,8 @@ impl<S: Read + Write> Session<S> {
         })
     }
 
-    /// The server's `CKSM <alg> 0 -1 <path>` answer, lowercase hex.
-    pub(crate) fn cksm(
-        &mut self,
-        algorithm: Algorithm,
-        path: &[u8],
-        observer: &mut dyn Observer,
-    ) -> Result<String, ClientError> {
-        let command = Command::Cksm {
-            algorithm: Token::new(algorithm.name()).map_err(|source| ClientError::Argument {
-                what: "checksum name",
-                source,
-            })?,
-            offset: 0,
-            length: None,
-            path: arg(path, "path")?,
-        };
-        let reply = self.control.command(&command, observer)?;
-        let value = reply.text().split_whitespace().next().map(str::to_owned);
-        match value {
-            Some(hex) if reply.code() == 213 => Ok(hex.to_ascii_lowercase()),
-            _ => Err(self.remote_error("CKSM", path, &reply)),
-        }
-    }
-
-    /// Compares `local` with the server's checksum of `path`.
+    /// Compares `local` with the server's checksum of `path`
+    /// (`CKSM <alg> 0 -1 <path>`).
     pub(crate) fn verify(
         &mut self,
         algorithm: Algorithm,
@@ -284,7 +274,24 @@ impl<S: Read + Write> Session<S> {
         path: &[u8],
         observer: &mut dyn Observer,
     ) -> Result<super::ChecksumReport, ClientError> {
-        let remote = self.cksm(algorithm, path, observer)?;
+        let reply = self.control.command(&cksm(algorithm, path)?, observer)?;
+        self.checked(algorithm, local, path, &reply)
+    }
+
+    /// What the server's `CKSM` `reply` for `path` says of `local`: a
+    /// report when they match, else the mismatch or the refusal.
+    pub(crate) fn checked(
+        &self,
+        algorithm: Algorithm,
+        local: String,
+        path: &[u8],
+        reply: &Reply,
+    ) -> Result<super::ChecksumReport, ClientError> {
+        let value = reply.text().split_whitespace().next().map(str::to_owned);
+        let remote = match value {
+            Some(hex) if reply.code() == 213 => hex.to_ascii_lowercase(),
+            _ => return Err(self.remote_error("CKSM", path, reply)),
+        };
         if !checksum::matches(&local, &remote) {
             return Err(ClientError::ChecksumMismatch {
                 server: self.control.server(),

@@ -128,6 +128,27 @@ pub struct TreeReport {
 }
 
 impl TreeReport {
+    /// Nothing moved yet.
+    fn new(url: &FtpUrl, dir: &Path, jobs: u32) -> TreeReport {
+        TreeReport {
+            url: url.to_string(),
+            local_dir: dir.to_path_buf(),
+            directories: 0,
+            files: 0,
+            bytes: 0,
+            resumed_bytes: 0,
+            skipped_files: 0,
+            skipped_bytes: 0,
+            verified_files: 0,
+            failures: Vec::new(),
+            not_started: 0,
+            jobs: jobs.max(1),
+            unlisted: Vec::new(),
+            listing_elapsed: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        }
+    }
+
     /// Payload bits per second over [`TreeReport::elapsed`].
     pub fn goodput_bps(&self) -> f64 {
         let seconds = self.elapsed.as_secs_f64();
@@ -194,23 +215,7 @@ pub fn get_tree(
         source,
     })?;
     let work = Work::new(work::top(url.path(), dir), options.resume);
-    let mut report = TreeReport {
-        url: url.to_string(),
-        local_dir: dir.to_path_buf(),
-        directories: 0,
-        files: 0,
-        bytes: 0,
-        resumed_bytes: 0,
-        skipped_files: 0,
-        skipped_bytes: 0,
-        verified_files: 0,
-        failures: Vec::new(),
-        not_started: 0,
-        jobs: jobs.max(1),
-        unlisted: Vec::new(),
-        listing_elapsed: Duration::ZERO,
-        elapsed: Duration::ZERO,
-    };
+    let mut report = TreeReport::new(url, dir, jobs);
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let top_error = std::thread::scope(|scope| {

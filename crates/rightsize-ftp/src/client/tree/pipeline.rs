@@ -29,7 +29,7 @@ use rightsize_ftp_proto::checksum::{self, Checksum};
 use rightsize_ftp_proto::command::ListArgs;
 use rightsize_ftp_proto::entries;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
-use rightsize_ftp_proto::{Command, Token};
+use rightsize_ftp_proto::Command;
 use rightsize_sys::{signals, socket};
 
 use super::work::{Dir, Item, Work};
@@ -40,7 +40,7 @@ use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::local::PartFile;
 use crate::client::parallel::final_reply;
-use crate::client::session::Session;
+use crate::client::session::{Session, cksm};
 use crate::client::{MAX_LISTING_BYTES, Observer, Options};
 
 /// Commands sent ahead of the replies read. The rightsize server holds 32
@@ -340,13 +340,7 @@ fn receive_blocks(
 
 /// The part file a pipelined file is written to, emptied.
 fn open_part(job: &FileJob) -> Result<PartFile, ClientError> {
-    if job.local.is_dir() {
-        return Err(ClientError::Local {
-            op: "write the file (a directory holds its name)",
-            path: job.local.clone(),
-            source: std::io::ErrorKind::IsADirectory.into(),
-        });
-    }
+    super::refuse_directory(job)?;
     PartFile::create(&job.local, false)
 }
 
@@ -361,16 +355,7 @@ fn ask_file(
         .control
         .send(&Command::Retr(arg(&job.remote, "path")?), forward)?;
     if let Some(algorithm) = algorithm {
-        let cksm = Command::Cksm {
-            algorithm: Token::new(algorithm.name()).map_err(|source| ClientError::Argument {
-                what: "checksum name",
-                source,
-            })?,
-            offset: 0,
-            length: None,
-            path: arg(&job.remote, "path")?,
-        };
-        session.control.send(&cksm, forward)?;
+        session.control.send(&cksm(algorithm, &job.remote)?, forward)?;
     }
     Ok(())
 }
@@ -384,7 +369,6 @@ fn receive_file(
     options: &Options,
     forward: &mut Forward<'_>,
 ) -> Result<Next, ClientError> {
-    let server = session.control.server();
     let first = session.control.reply("RETR", forward)?;
     if first.is_negative() {
         // No data comes; the CKSM after it is answered too.
@@ -428,18 +412,7 @@ fn receive_file(
             let algorithm = c.algorithm();
             let local = c.finish();
             let reply = session.control.reply("CKSM", forward)?;
-            let remote = reply.text().split_whitespace().next().map(str::to_owned);
-            Some(match remote {
-                Some(hex) if reply.code() == 213 && checksum::matches(&local, &hex) => Ok(()),
-                Some(hex) if reply.code() == 213 => Err(ClientError::ChecksumMismatch {
-                    server,
-                    path: String::from_utf8_lossy(&job.remote).into_owned(),
-                    algorithm,
-                    local,
-                    remote: hex.to_ascii_lowercase(),
-                }),
-                _ => Err(session.remote_error("CKSM", &job.remote, &reply)),
-            })
+            Some(session.checked(algorithm, local, &job.remote, &reply))
         }
         None => None,
     };

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use rightsize_ftp_proto::checksum::{self, Checksum};
 use rightsize_ftp_proto::mode_e::{Blocks, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
-use rightsize_ftp_proto::{Command, Token};
+use rightsize_ftp_proto::Command;
 use rightsize_sys::{signals, socket};
 
 use super::pipeline::MAX_AHEAD;
@@ -41,7 +41,7 @@ use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::local::read_into;
 use crate::client::parallel::final_reply;
-use crate::client::session::Session;
+use crate::client::session::{Session, cksm};
 use crate::client::transfer::{open_upload, put_file};
 use crate::client::{Observer, Options};
 
@@ -63,23 +63,7 @@ pub fn put_tree(
         observer.warning(warning);
     }
     let (tx, rx) = mpsc::channel();
-    let mut report = TreeReport {
-        url: url.to_string(),
-        local_dir: dir.to_path_buf(),
-        directories: dirs.len() as u64,
-        files: 0,
-        bytes: 0,
-        resumed_bytes: 0,
-        skipped_files: 0,
-        skipped_bytes: 0,
-        verified_files: 0,
-        failures: Vec::new(),
-        not_started: 0,
-        jobs: jobs.max(1),
-        unlisted: Vec::new(),
-        listing_elapsed: Duration::ZERO,
-        elapsed: Duration::ZERO,
-    };
+    let mut report = TreeReport::new(url, dir, jobs);
     let queue = Mutex::new(VecDeque::from(files));
     std::thread::scope(|scope| -> Result<(), ClientError> {
         {
@@ -406,16 +390,7 @@ fn ask(
         .control
         .send(&Command::Stor(arg(&job.remote, "path")?), forward)?;
     if let Some(algorithm) = algorithm {
-        let cksm = Command::Cksm {
-            algorithm: Token::new(algorithm.name()).map_err(|source| ClientError::Argument {
-                what: "checksum name",
-                source,
-            })?,
-            offset: 0,
-            length: None,
-            path: arg(&job.remote, "path")?,
-        };
-        session.control.send(&cksm, forward)?;
+        session.control.send(&cksm(algorithm, &job.remote)?, forward)?;
     }
     Ok(())
 }
@@ -500,18 +475,7 @@ fn store(
     let checked = match local {
         Some((algorithm, local)) => {
             let reply = session.control.reply("CKSM", forward)?;
-            let remote = reply.text().split_whitespace().next().map(str::to_owned);
-            Some(match remote {
-                Some(hex) if reply.code() == 213 && checksum::matches(&local, &hex) => Ok(()),
-                Some(hex) if reply.code() == 213 => Err(ClientError::ChecksumMismatch {
-                    server: session.control.server(),
-                    path: String::from_utf8_lossy(&job.remote).into_owned(),
-                    algorithm,
-                    local,
-                    remote: hex.to_ascii_lowercase(),
-                }),
-                _ => Err(session.remote_error("CKSM", &job.remote, &reply)),
-            })
+            Some(session.checked(algorithm, local, &job.remote, &reply))
         }
         None => None,
     };
