@@ -100,6 +100,10 @@ pub enum Command {
     /// `REST <offset>`: restart at this byte offset (RFC 3659 5, stream
     /// mode; RFC 959 4.1.3).
     Rest(u64),
+    /// `REST START-END[,START-END...]`: GridFTP's restart in MODE E
+    /// (GFD.20): the byte ranges (end excluded) the receiver already has;
+    /// the sender sends the rest.
+    RestRanges(crate::mode_e::Ranges),
     /// `RNFR <pathname>` (RFC 959 4.1.3).
     Rnfr(Arg),
     /// `RNTO <pathname>` (RFC 959 4.1.3).

@@ -37,7 +37,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::mode_e::{
-    Assembly, BlockReader, Blocks, Header, Item, MAX_PARALLELISM, descriptor,
+    Assembly, BlockReader, Blocks, Header, Item, MAX_PARALLELISM, Ranges, descriptor,
 };
 use rightsize_sys::poll;
 
@@ -225,6 +225,9 @@ pub(crate) struct Received {
     pub(crate) strangers: u32,
     /// Connections that ended their data with EOD and stay open.
     pub(crate) kept: Vec<TcpStream>,
+    /// The byte ranges held at the end (those given at the start
+    /// included), whole or not.
+    pub(crate) ranges: Ranges,
 }
 
 struct Shared<'a> {
@@ -378,6 +381,7 @@ pub(crate) fn receive(
     let Shared {
         assembly, failed, ..
     } = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    received.ranges = assembly.received().clone();
     let outcome = if stop() {
         Err(Failure::Stopped)
     } else if let Some(failure) = failed {

@@ -113,8 +113,9 @@ pub struct TransferArgs {
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
     /// 64; the server must speak MODE E (rightsize serve, globus-gridftp-server). The tuners do
     /// not size the streams yet: the kernel does, or --rcvbuf/--sndbuf for each stream. A download
-    /// that fails keeps no part file (its blocks arrive in any order).
-    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64), conflicts_with_all = ["resume", "tune"])]
+    /// that fails keeps its part file and the byte ranges that arrived
+    /// (.NAME.rightsize-part.ranges); -C -P sends them with REST and gets the rest.
+    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64), conflicts_with = "tune")]
     pub parallel: Option<u32>,
 
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
@@ -355,7 +356,8 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
     if let Output::File(target) = &output
         && let Some(name) = args.url.file_name()
     {
-        say_kept(&args.url, &args.output, &client::local_target(target, name));
+        let target = client::local_target(target, name);
+        say_kept(&args.url, &args.output, &target, args.common.parallel);
     }
     Ok(code)
 }
@@ -371,20 +373,26 @@ fn stopped_code(error: &client::ClientError) -> ExitCode {
 }
 
 /// After a failed download: what its part file kept, and how to resume.
-fn say_kept(url: &FtpUrl, output: &Option<PathBuf>, target: &std::path::Path) {
+fn say_kept(
+    url: &FtpUrl,
+    output: &Option<PathBuf>,
+    target: &std::path::Path,
+    streams: Option<u32>,
+) {
     let part = client::part_path(target);
-    let Ok(meta) = std::fs::metadata(&part) else {
+    let Some(kept) = client::kept_bytes(target) else {
         return;
     };
-    if meta.len() == 0 {
+    if kept == 0 {
         return;
     }
     let out = output
         .as_ref()
         .map_or_else(String::new, |o| format!(" -o {}", o.display()));
+    let parallel = streams.map_or_else(String::new, |n| format!(" -P {n}"));
     eprintln!(
-        "rightsize: kept {} bytes in {}; resume with: rightsize get -C {url}{out}",
-        Bytes(meta.len()).grouped(),
+        "rightsize: kept {} bytes in {}; resume with: rightsize get -C{parallel} {url}{out}",
+        Bytes(kept).grouped(),
         part.display()
     );
 }

@@ -256,14 +256,13 @@ fn a_bad_url_or_size_is_a_usage_error_on_one_line() {
     let output = rightsize(&["get", "ftp://127.0.0.1/dir/"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_lines(&output)[0].contains("names no file"));
-    // -P: 2 to 64 streams, to a file, not with -C or --tune.
+    // -P: 2 to 64 streams, to a file, not with --tune.
     let output = rightsize(&["get", "ftp://127.0.0.1:1/f", "-P", "4", "-o", "-"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_lines(&output)[0].contains("-o - and -P"));
     for bad in [
         &["-P", "1"][..],
         &["-P", "65"],
-        &["-P", "4", "-C"],
         &["-P", "4", "--tune", "auto"],
     ] {
         let mut args = vec!["get", "ftp://127.0.0.1:1/f"];

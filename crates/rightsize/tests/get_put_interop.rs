@@ -648,3 +648,40 @@ fn globus_put_r_a_tree_pipelined_over_two_streams_verified() {
     assert_eq!(summary["files"], made.len() as u64);
     assert_eq!(summary["verified_files"], made.len() as u64);
 }
+
+#[test]
+fn globus_get_c_p_4_sends_the_ranges_held_and_gets_the_rest() {
+    let server = globus();
+    let data = random_bytes(6 * MIB + 3, 31);
+    let remote = files_dir(&server).join("r.bin");
+    write_public(&remote, &data);
+    let out = tempfile::tempdir().unwrap();
+    // What a get -P that stopped kept: two blocks, a hole between them.
+    let mut part = vec![0u8; 3 * MIB];
+    part[..MIB].copy_from_slice(&data[..MIB]);
+    part[2 * MIB..3 * MIB].copy_from_slice(&data[2 * MIB..3 * MIB]);
+    std::fs::write(out.path().join(".r.bin.rightsize-part"), &part).unwrap();
+    std::fs::write(
+        out.path().join(".r.bin.rightsize-part.ranges"),
+        format!("0-{},{}-{}\n", MIB, 2 * MIB, 3 * MIB),
+    )
+    .unwrap();
+    let target = out.path().join("r.bin");
+    let output = rightsize(&[
+        "get",
+        "-C",
+        "-P",
+        "4",
+        &server.url(&format!("/{}", remote.display())),
+        "-o",
+        target.to_str().unwrap(),
+        "--verify",
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "resumed bytes differ");
+    let summary = json(&output);
+    assert_eq!(summary["resumed_bytes"], 2 * MIB as u64);
+    assert_eq!(summary["bytes"], (data.len() - 2 * MIB) as u64);
+    assert_eq!(names_in(out.path()), ["r.bin"]);
+}

@@ -451,3 +451,58 @@ fn rightsize_put_r_a_tree_pipelined_then_skip_it_with_c() {
     assert_eq!(summary["skipped_files"], made.len() as u64);
     assert_eq!(summary["files"], 0);
 }
+
+/// What a `get -P` that stopped keeps: the blocks that came, at their
+/// offsets (holes between them), and their ranges beside the part.
+fn kept_blocks(
+    out: &std::path::Path,
+    name: &str,
+    content: &[u8],
+    ranges: &[(usize, usize)],
+) -> u64 {
+    let mut part = vec![0u8; ranges.iter().map(|r| r.1).max().unwrap_or(0)];
+    for &(start, end) in ranges {
+        part[start..end].copy_from_slice(&content[start..end]);
+    }
+    std::fs::write(out.join(format!(".{name}.rightsize-part")), &part).unwrap();
+    let text: Vec<String> = ranges.iter().map(|(s, e)| format!("{s}-{e}")).collect();
+    std::fs::write(
+        out.join(format!(".{name}.rightsize-part.ranges")),
+        text.join(",") + "\n",
+    )
+    .unwrap();
+    ranges.iter().map(|(s, e)| (e - s) as u64).sum()
+}
+
+#[test]
+fn rightsize_get_c_p_4_fetches_only_the_ranges_a_part_lacks() {
+    let f = Fixture::new();
+    let content = random_bytes(5 << 20, 21);
+    std::fs::write(f.file("pub/r.bin"), &content).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let held = kept_blocks(
+        out.path(),
+        "r.bin",
+        &content,
+        &[(0, 262_144), (786_432, 1_310_720), (2_097_152, 2_100_000)],
+    );
+    let url = format!("ftp://{}/pub/r.bin", f.serve.addr);
+    let target = out.path().join("r.bin");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["get", "-C", "-P", "4", &url, "-o", target.to_str().unwrap()])
+        .args(["--verify", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(std::fs::read(&target).unwrap(), content);
+    assert_eq!(summary["resumed_bytes"], held);
+    assert_eq!(summary["bytes"], content.len() as u64 - held);
+    assert_eq!(summary["checksum"]["verified"], true);
+    let mut names: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["r.bin"], "the part and its ranges are gone");
+}

@@ -51,7 +51,7 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"STOU" => Command::Stou(optional("STOU", rest)?),
         b"APPE" => Command::Appe(required("APPE", rest)?),
         b"ALLO" => allo(rest)?,
-        b"REST" => Command::Rest(number("REST", rest)?),
+        b"REST" => restart(rest)?,
         b"RNFR" => Command::Rnfr(required("RNFR", rest)?),
         b"RNTO" => Command::Rnto(required("RNTO", rest)?),
         b"ABOR" => no_arg("ABOR", rest, Command::Abor)?,
@@ -165,6 +165,25 @@ fn number(verb: &'static str, rest: Option<&[u8]>) -> Result<u64, CommandError> 
     let k = keyword(verb, rest)?;
     decimal_u64(k)
         .ok_or_else(|| CommandError::syntax(verb, k, "expected a decimal number of bytes"))
+}
+
+/// `REST <offset>`, or GridFTP's ranges `REST 0-29,30-89`.
+fn restart(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    let k = keyword("REST", rest)?;
+    if !k.contains(&b'-') {
+        return number("REST", rest).map(Command::Rest);
+    }
+    std::str::from_utf8(k)
+        .ok()
+        .and_then(|text| crate::mode_e::Ranges::parse(text).ok())
+        .map(Command::RestRanges)
+        .ok_or_else(|| {
+            CommandError::syntax(
+                "REST",
+                k,
+                "expected a byte offset, or byte ranges START-END[,START-END...]",
+            )
+        })
 }
 
 fn port(rest: Option<&[u8]>) -> Result<std::net::SocketAddrV4, CommandError> {

@@ -399,6 +399,13 @@ fn command() -> impl Strategy<Value = Command> {
             .boxed()),
         b(prop_oneof![
             any::<u64>().prop_map(Command::Rest),
+            proptest::collection::vec((any::<u32>(), any::<u32>()), 0..4).prop_map(|pairs| {
+                let mut ranges = crate::mode_e::Ranges::new();
+                for (a, b) in pairs {
+                    ranges.add(u64::from(a.min(b)), u64::from(a.max(b)));
+                }
+                Command::RestRanges(ranges)
+            }),
             any::<u64>().prop_map(Command::Sbuf),
             any::<u32>().prop_map(Command::Pbsz),
         ]

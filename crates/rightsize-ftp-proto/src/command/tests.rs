@@ -46,6 +46,15 @@ fn curl_7_88_sequence() {
     assert_eq!(p("SIZE file.bin"), Command::Size(a(b"file.bin")));
     assert_eq!(p("RETR file.bin"), Command::Retr(a(b"file.bin")));
     assert_eq!(p("REST 1048576"), Command::Rest(1_048_576));
+    let Command::RestRanges(ranges) = p("REST 0-29,30-89,100-200") else {
+        panic!("REST with ranges")
+    };
+    assert_eq!(ranges.as_slice(), [(0, 29), (30, 89), (100, 200)]);
+    assert_eq!(
+        Command::RestRanges(ranges).to_string(),
+        "REST 0-29,30-89,100-200"
+    );
+    assert!(parse(b"REST 5-1").is_err());
     let eprt: SocketAddr = "127.0.0.1:40123".parse().unwrap();
     assert_eq!(p("EPRT |1|127.0.0.1|40123|"), Command::Eprt(eprt));
     assert_eq!(p("LIST -a"), Command::List(list("a", None)));

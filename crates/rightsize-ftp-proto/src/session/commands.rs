@@ -183,8 +183,10 @@ pub(super) fn dispatch(
         Command::Eprt(target) => active(session, target),
         Command::Rest(offset) => {
             session.rest = offset;
+            session.rest_ranges = None;
             reply(350, &format!("Restart position accepted ({offset})."))
         }
+        Command::RestRanges(ranges) => restart_ranges(session, ranges),
         Command::Retr(path) => retrieve(session, host, &path),
         Command::Stor(path) => store(session, host, &path, false),
         Command::Appe(path) => store(session, host, &path, true),
@@ -371,6 +373,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
     };
     session.transferring = true;
     session.rest = 0;
+    session.rest_ranges = None;
     vec![Output::Transfer(TransferPlan {
         kind,
         endpoint,
@@ -378,6 +381,34 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
         extended,
         start_reply: Reply::trusted(150, start_text),
     })]
+}
+
+/// `REST` with byte ranges (GFD.20): in MODE E, what the next retrieve
+/// leaves out; in stream mode only a prefix (`0-N`) means something, and
+/// it is `REST N`.
+fn restart_ranges(session: &mut Session, ranges: crate::mode_e::Ranges) -> Vec<Output> {
+    if session.extended {
+        let text = format!("Restart ranges accepted ({ranges}).");
+        session.rest = 0;
+        session.rest_ranges = Some(ranges);
+        return reply(350, &text);
+    }
+    match ranges.as_slice() {
+        [] => {
+            session.rest = 0;
+            session.rest_ranges = None;
+            reply(350, "Restart position accepted (0).")
+        }
+        [(0, end)] => {
+            session.rest = *end;
+            session.rest_ranges = None;
+            reply(350, &format!("Restart position accepted ({end})."))
+        }
+        _ => reply(
+            501,
+            "Restart ranges with holes need MODE E; in stream mode send REST <offset>.",
+        ),
+    }
 }
 
 fn mode_name(session: &Session) -> &'static str {
@@ -397,8 +428,11 @@ fn retrieve(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<
                 String::from_utf8_lossy(path.file_name().unwrap_or(b"")).replace(['\r', '\n'], "?"),
                 meta.size
             );
-            let offset = session.rest;
-            start(session, TransferKind::Retrieve { path, offset }, text)
+            let (offset, done) = match session.rest_ranges.take() {
+                Some(done) => (0, done),
+                None => (session.rest, crate::mode_e::Ranges::new()),
+            };
+            start(session, TransferKind::Retrieve { path, offset, done }, text)
         }
         _ => reply(550, "Failed to open file."),
     }

@@ -120,6 +120,9 @@ pub enum TransferKind {
         path: VirtualPath,
         /// Where to start (REST).
         offset: u64,
+        /// In MODE E, the byte ranges the client has already (REST with
+        /// ranges): only the rest is sent. Empty otherwise.
+        done: crate::mode_e::Ranges,
     },
     /// Send a listing already formatted (LIST, NLST, MLSD).
     Listing(Vec<u8>),

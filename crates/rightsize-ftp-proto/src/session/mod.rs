@@ -121,6 +121,8 @@ pub struct Session {
     data: DataSetup,
     epsv_all: bool,
     rest: u64,
+    /// MODE E restart ranges (`REST 0-29,30-89`) for the next retrieve.
+    rest_ranges: Option<crate::mode_e::Ranges>,
     rename_from: Option<VirtualPath>,
     sbuf: Option<u64>,
     /// `MODE E`, and the connections a retrieve opens in it.
@@ -147,6 +149,7 @@ impl Session {
             data: DataSetup::None,
             epsv_all: false,
             rest: 0,
+            rest_ranges: None,
             rename_from: None,
             sbuf: None,
             extended: false,

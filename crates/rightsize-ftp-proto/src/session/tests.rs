@@ -185,7 +185,8 @@ fn curl_sequence_downloads_a_file() {
         plan.kind,
         TransferKind::Retrieve {
             path: VirtualPath::parse(b"/pub/a.bin").unwrap(),
-            offset: 0
+            offset: 0,
+            done: crate::mode_e::Ranges::new(),
         }
     );
     assert_eq!(plan.endpoint, DataEndpoint::Passive(LOCAL_PASV));
@@ -596,4 +597,33 @@ fn mode_e_retrieves_over_the_connections_asked_for_from_the_active_side_only() {
     assert_eq!(text(&c.send("MODE S")), "200 Mode set to S.\r\n");
     c.send("PASV");
     assert_eq!(c.transfer("LIST").extended, None);
+}
+
+#[test]
+fn rest_with_ranges_leaves_them_out_in_mode_e_and_is_a_prefix_in_stream_mode() {
+    let mut c = Client::logged_in("alice", "secret");
+    // Stream mode: 0-N is REST N; ranges with holes need MODE E.
+    c.send("PASV");
+    assert_eq!(c.codes("REST 0-100"), [350]);
+    assert!(matches!(
+        c.transfer("RETR /pub/a.bin").kind,
+        TransferKind::Retrieve { offset: 100, .. }
+    ));
+    c.done(TransferOutcome::Complete { bytes: 900 });
+    assert_eq!(c.codes("REST 0-10,20-30"), [501]);
+    c.send("MODE E");
+    assert_eq!(c.codes("PORT 198,18,0,2,200,0"), [200]);
+    assert_eq!(c.codes("REST 0-10,20-30"), [350]);
+    let TransferKind::Retrieve { offset, done, .. } = c.transfer("RETR /pub/a.bin").kind else {
+        panic!("a retrieve")
+    };
+    assert_eq!((offset, done.as_slice()), (0, &[(0, 10), (20, 30)][..]));
+    c.done(TransferOutcome::Complete { bytes: 980 });
+    // For the next transfer only.
+    let TransferKind::Retrieve { done, .. } = c.transfer("RETR /pub/a.bin").kind else {
+        panic!("a retrieve")
+    };
+    assert!(done.as_slice().is_empty());
+    c.done(TransferOutcome::Complete { bytes: 1000 });
+    assert_eq!(c.codes("REST 5-1"), [501]);
 }

@@ -10,7 +10,8 @@
 //! without a commit is kept when it holds bytes and was not discarded (a
 //! stalled connection, an interruption: `get -C` resumes from it), and
 //! removed when it is empty or discarded (a checksum mismatch, more bytes
-//! than the server announced).
+//! than the server announced). A MODE E download, whose blocks leave
+//! holes, records the ranges it holds beside it ([`ranges_path`]).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -44,6 +45,27 @@ pub fn part_path(target: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "download".to_owned());
     dir.join(format!(".{name}{PART_SUFFIX}"))
+}
+
+/// Where a MODE E download that stopped records the byte ranges its part
+/// file holds: `.NAME.rightsize-part.ranges`, one line like `0-29,60-89`
+/// (ends excluded).
+pub fn ranges_path(target: &Path) -> PathBuf {
+    let mut path = part_path(target).into_os_string();
+    path.push(".ranges");
+    PathBuf::from(path)
+}
+
+/// What the part file of `target` holds for a resume, in bytes: the sum
+/// of its recorded ranges, or its length; `None` without a part file.
+pub fn kept_bytes(target: &Path) -> Option<u64> {
+    let len = std::fs::metadata(part_path(target)).ok()?.len();
+    let recorded = std::fs::read_to_string(ranges_path(target)).ok();
+    Some(
+        recorded
+            .and_then(|text| rightsize_ftp_proto::mode_e::Ranges::parse(text.trim()).ok())
+            .map_or(len, |ranges| ranges.total()),
+    )
 }
 
 impl PartFile {
@@ -98,6 +120,11 @@ impl PartFile {
     /// The part file's path.
     pub(crate) fn path(&self) -> &Path {
         &self.temp
+    }
+
+    /// The name it becomes.
+    pub(crate) fn target(&self) -> &Path {
+        &self.target
     }
 
     /// Empties the file: what it held is not the start of the remote file.

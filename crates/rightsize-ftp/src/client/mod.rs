@@ -59,7 +59,7 @@ pub use data::DataMode;
 pub use error::ClientError;
 pub use features::Features;
 pub use listing::MAX_LISTING_BYTES;
-pub use local::{PART_SUFFIX, part_path};
+pub use local::{PART_SUFFIX, kept_bytes, part_path, ranges_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use transfer::{NO_SERVER_CHECKSUM, get, local_target, put};

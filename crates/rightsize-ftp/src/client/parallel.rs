@@ -7,9 +7,12 @@
 //! Guarantees: a download is written at the blocks' offsets into its part
 //! file, and renamed to its name only when the EODs the EOF counted are in,
 //! every byte of `SIZE` arrived once, the `226` came and, with `verify`,
-//! the checksum of the whole file matched; a download that fails leaves no
-//! part file (its holes could not be resumed from). The tuners do not run
-//! on these streams yet: the buffers are the kernel's, or fixed by hand.
+//! the checksum of the whole file matched. A download that fails keeps its
+//! part file and the byte ranges it holds (`local::ranges_path`); with
+//! `resume` they are sent as `REST 0-29,60-89` and only the rest comes (a
+//! part kept by a stream-mode download is the range from 0 to its length).
+//! The tuners do not run on these streams yet: the buffers are the
+//! kernel's, or fixed by hand.
 
 use std::fs::File;
 use std::io;
@@ -30,7 +33,7 @@ use rightsize_sys::socket;
 use super::control::arg;
 use super::data::{self, DataMode};
 use super::error::ClientError;
-use super::local::{PartFile, Sink, read_into};
+use super::local::{PartFile, Sink, ranges_path, read_into};
 use super::session::Session;
 use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum};
 use super::{Direction, Observer, Options, Output, Report};
@@ -42,7 +45,8 @@ impl WriteAt for PartFile {
     }
 }
 
-/// Downloads `url` to `output` over `streams` streams.
+/// Downloads `url` to `output` over `streams` streams; with
+/// `options.resume`, after the byte ranges its part file holds.
 pub(crate) fn get(
     url: &FtpUrl,
     output: &Output,
@@ -58,23 +62,79 @@ pub(crate) fn get(
             why: "blocks arrive in any order, so -P needs a file to write to, not standard output",
         });
     };
-    let Sink::File(mut part) = Sink::open(&super::local_target(target, name), false)? else {
+    let Sink::File(mut part) = Sink::open(&super::local_target(target, name), options.resume)?
+    else {
         return Err(ClientError::Parallel {
             why: "blocks arrive in any order, so -P needs a regular file to write to",
         });
     };
-    let result = get_into(url, &mut part, options, streams, observer);
+    let ranges_file = ranges_path(part.target());
+    let held = if options.resume {
+        held_ranges(&mut part, &ranges_file, observer)?
+    } else {
+        let _ = std::fs::remove_file(&ranges_file);
+        Ranges::new()
+    };
+    let mut got = held.clone();
+    let result = get_into(url, &mut part, options, streams, &mut got, observer);
     match result {
         Ok(mut report) => {
             report.local_path = Some(part.commit()?);
+            let _ = std::fs::remove_file(&ranges_file);
             Ok(report)
         }
+        Err(e) if got.total() > 0 && !matches!(e, ClientError::ChecksumMismatch { .. }) => {
+            // Blocks land anywhere: what arrived is kept with its ranges.
+            if record_ranges(&ranges_file, &got).is_err() {
+                part.discard();
+            }
+            Err(e)
+        }
         Err(e) => {
-            // Blocks land anywhere: what arrived has holes, not a prefix.
             part.discard();
+            let _ = std::fs::remove_file(&ranges_file);
             Err(e)
         }
     }
+}
+
+/// The ranges a kept part file holds: its ranges file's, or, without one,
+/// its length from 0 (a part kept by a stream-mode download). Ranges that
+/// do not fit the part are not believed: the part is emptied.
+fn held_ranges(
+    part: &mut PartFile,
+    ranges_file: &Path,
+    observer: &mut dyn Observer,
+) -> Result<Ranges, ClientError> {
+    let recorded = match std::fs::read_to_string(ranges_file) {
+        Ok(text) => Some(Ranges::parse(text.trim())),
+        Err(_) => None,
+    };
+    let held = match recorded {
+        Some(Ok(ranges)) if ranges.as_slice().last().is_none_or(|r| r.1 <= part.len()) => ranges,
+        None => {
+            let mut prefix = Ranges::new();
+            prefix.add(0, part.len());
+            prefix
+        }
+        Some(_) => {
+            observer.warning(&format!(
+                "{} does not describe {}: downloading it again",
+                ranges_file.display(),
+                part.path().display()
+            ));
+            part.restart()?;
+            Ranges::new()
+        }
+    };
+    Ok(held)
+}
+
+/// Writes `ranges` to `file`, synced, for a later `-C`.
+fn record_ranges(file: &Path, ranges: &Ranges) -> io::Result<()> {
+    let mut f = File::create(file)?;
+    io::Write::write_all(&mut f, format!("{ranges}\n").as_bytes())?;
+    f.sync_all()
 }
 
 fn get_into(
@@ -82,9 +142,11 @@ fn get_into(
     part: &mut PartFile,
     options: &Options,
     streams: u32,
+    got: &mut Ranges,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
     let path = url.path();
+    let held = got.clone();
     let mut session = Session::open(url, options, observer)?;
     let size = session.size(path, observer)?;
     let sbuf = match options.sbuf_bytes {
@@ -100,6 +162,18 @@ fn get_into(
             why: "the data connections could not be listened for",
         });
     };
+    if held.total() > 0 {
+        let rest = Command::RestRanges(held.clone());
+        let reply = session.control.command(&rest, observer)?;
+        if reply.code() != 350 {
+            return Err(ClientError::NoRestart {
+                server: session.control.server(),
+                path: url.path_display(),
+                offset: held.total(),
+                reply: reply.to_string(),
+            });
+        }
+    }
     let retr = Command::Retr(arg(path, "path")?);
     let reply = session.control.command(&retr, observer)?;
     let early = if reply.is_preliminary() {
@@ -120,7 +194,7 @@ fn get_into(
     };
     let (result, received) = blocks::receive(
         incoming,
-        Assembly::new(size, Ranges::new()),
+        Assembly::new(size, held.clone()),
         Some(part as &mut dyn WriteAt),
         &moved,
         &|| signals::caught().is_some(),
@@ -129,6 +203,7 @@ fn get_into(
         },
         &mut |_| {},
     );
+    *got = received.ranges.clone();
     let elapsed = received
         .started
         .map_or(std::time::Duration::ZERO, |s| s.elapsed());
@@ -151,7 +226,7 @@ fn get_into(
     let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
     session.quit(observer);
     let bytes = moved.load(Ordering::Relaxed);
-    Ok(report(
+    let mut report = report(
         url,
         Direction::Get,
         (plan.mode, plan.applied, request),
@@ -160,7 +235,9 @@ fn get_into(
         server,
         sbuf,
         checksum,
-    ))
+    );
+    report.resumed_bytes = held.total();
+    Ok(report)
 }
 
 /// Uploads `local` to `url` over `streams` streams.
@@ -376,6 +453,34 @@ mod tests {
         assert_eq!(part.len(), 8);
         part.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"12345678");
+    }
+
+    #[test]
+    fn a_part_holds_its_recorded_ranges_or_its_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.bin");
+        let mut part = PartFile::create(&target, false).unwrap();
+        WriteAt::write_at(&mut part, 0, &[1u8; 100]).unwrap();
+        WriteAt::write_at(&mut part, 300, &[2u8; 100]).unwrap();
+        drop(part);
+        let ranges_file = ranges_path(&target);
+        let mut got = Ranges::new();
+        got.add(0, 100);
+        got.add(300, 400);
+        record_ranges(&ranges_file, &got).unwrap();
+        assert_eq!(super::super::kept_bytes(&target), Some(200));
+        let mut part = PartFile::create(&target, true).unwrap();
+        let held = held_ranges(&mut part, &ranges_file, &mut ()).unwrap();
+        assert_eq!(held, got);
+        // Without a ranges file: a stream-mode part, a prefix.
+        std::fs::remove_file(&ranges_file).unwrap();
+        let held = held_ranges(&mut part, &ranges_file, &mut ()).unwrap();
+        assert_eq!(held.as_slice(), [(0, 400)]);
+        // Ranges past the part's end are not believed: it starts again.
+        std::fs::write(&ranges_file, "0-100,300-900\n").unwrap();
+        let held = held_ranges(&mut part, &ranges_file, &mut ()).unwrap();
+        assert!(held.as_slice().is_empty());
+        assert_eq!(part.len(), 0);
     }
 
     #[test]

@@ -365,6 +365,10 @@ impl Conn {
         let inbox = Arc::new(Mutex::new(None));
         let thread_inbox = Arc::clone(&inbox);
         let listing = self.listing;
+        let done = match &plan.kind {
+            TransferKind::Retrieve { done, .. } => done.clone(),
+            _ => rightsize_ftp_proto::mode_e::Ranges::new(),
+        };
         let thread = thread::Builder::new()
             .name("ftp-data".into())
             .stack_size(TRANSFER_STACK_BYTES)
@@ -392,6 +396,7 @@ impl Conn {
                             addr,
                             cached,
                             keep: !listing,
+                            done,
                         },
                         source,
                         streams,
@@ -515,7 +520,7 @@ impl Conn {
     fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {
         match kind {
             TransferKind::Listing(bytes) => Ok(Flow::Send(Source::Bytes(bytes.clone()))),
-            TransferKind::Retrieve { path, offset } => match classify(path) {
+            TransferKind::Retrieve { path, offset, .. } => match classify(path) {
                 Some(BenchPath::Zero { size_bytes }) => Ok(Flow::Send(Source::Zero {
                     remaining_bytes: size_bytes.saturating_sub(*offset),
                 })),

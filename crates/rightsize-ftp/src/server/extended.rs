@@ -50,6 +50,8 @@ pub struct Outgoing {
     pub cached: Vec<TcpStream>,
     /// Keep them open after this send.
     pub keep: bool,
+    /// Byte ranges the client has already (`REST` with ranges): not sent.
+    pub done: Ranges,
 }
 
 /// Sends `source` (a file positioned at its REST offset, the zero source,
@@ -58,7 +60,12 @@ pub struct Outgoing {
 /// first connection. Blocks until every connection ended; with `keep`,
 /// the report's `kept` holds them, open, else they are closed.
 pub fn run(
-    Outgoing { addr, cached, keep }: Outgoing,
+    Outgoing {
+        addr,
+        cached,
+        keep,
+        done: already,
+    }: Outgoing,
     source: Source,
     streams: u32,
     params: &DataParams,
@@ -100,7 +107,7 @@ pub fn run(
     on_connect(first);
     let observer = first.try_clone().ok();
     let started = Instant::now();
-    let mut done = Ranges::new();
+    let mut done = already;
     done.add(0, start);
     let result = blocks::send(
         connections,

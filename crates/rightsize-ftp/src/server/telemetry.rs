@@ -35,7 +35,7 @@ impl TransferLog {
         sbuf: Option<u64>,
     ) -> Self {
         let (verb, what, direction) = match kind {
-            TransferKind::Retrieve { path, offset } => (
+            TransferKind::Retrieve { path, offset, .. } => (
                 "retr",
                 format!("RETR {} from {offset}", path.as_bytes().escape_ascii()),
                 Direction::Send,

@@ -25,11 +25,11 @@ use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::checksum::{self, Checksum};
 use rightsize_ftp_proto::command::ListArgs;
 use rightsize_ftp_proto::entries;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
-use rightsize_ftp_proto::Command;
 use rightsize_sys::{signals, socket};
 
 use super::work::{Dir, Item, Work};
@@ -355,7 +355,9 @@ fn ask_file(
         .control
         .send(&Command::Retr(arg(&job.remote, "path")?), forward)?;
     if let Some(algorithm) = algorithm {
-        session.control.send(&cksm(algorithm, &job.remote)?, forward)?;
+        session
+            .control
+            .send(&cksm(algorithm, &job.remote)?, forward)?;
     }
     Ok(())
 }

@@ -26,10 +26,10 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::checksum::{self, Checksum};
 use rightsize_ftp_proto::mode_e::{Blocks, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
-use rightsize_ftp_proto::Command;
 use rightsize_sys::{signals, socket};
 
 use super::pipeline::MAX_AHEAD;
@@ -390,7 +390,9 @@ fn ask(
         .control
         .send(&Command::Stor(arg(&job.remote, "path")?), forward)?;
     if let Some(algorithm) = algorithm {
-        session.control.send(&cksm(algorithm, &job.remote)?, forward)?;
+        session
+            .control
+            .send(&cksm(algorithm, &job.remote)?, forward)?;
     }
     Ok(())
 }
