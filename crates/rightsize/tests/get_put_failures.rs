@@ -1,6 +1,7 @@
 //! How `rightsize get`/`put` fail: bad input (exit 2), an unreachable
 //! server, servers that stall, cut a transfer short, fail after sending
-//! data or send a wrong checksum (a scripted server on 127.0.0.1), a
+//! data, send a wrong checksum or MODE E blocks that break GFD.20 (a
+//! scripted server on 127.0.0.1), a
 //! full disk (a 1 MiB tmpfs; needs root, as CI runs), and `SIGINT`. Each
 //! must end with one line on stderr (and one more that says what the part
 //! file kept), a non-zero exit, within the timeout, and nothing new under
@@ -41,6 +42,65 @@ enum Trouble {
     NoRest,
     /// As `Fine`, slowly: 64 KiB every 100 ms.
     Slow,
+    /// Takes MODE E; its blocks break GFD.20 as the case says.
+    Blocks(BadBlocks),
+}
+
+/// How a scripted MODE E sender's blocks go wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BadBlocks {
+    /// One whole block, then a block cut in its middle, and the close.
+    CutMidBlock,
+    /// A block over bytes another one brought.
+    Overlap,
+    /// A block past the end `SIZE` gave.
+    PastTheEnd,
+    /// An EOF that counts one connection, and EODs on two.
+    MoreConnections,
+}
+
+/// A MODE E block header: descriptor, count, offset.
+fn header(descriptor: u8, count: u64, offset: u64) -> Vec<u8> {
+    let mut h = vec![descriptor];
+    h.extend_from_slice(&count.to_be_bytes());
+    h.extend_from_slice(&offset.to_be_bytes());
+    h
+}
+
+/// What a scripted MODE E sender writes on its data connections.
+fn send_blocks(how: BadBlocks, to: std::net::SocketAddr, payload: &[u8]) -> std::io::Result<()> {
+    const BLOCK: usize = 256 * 1024;
+    let mut data = TcpStream::connect(to)?;
+    let block = |offset: usize, len: usize| {
+        let mut b = header(0, len as u64, offset as u64);
+        b.extend_from_slice(&payload[offset..offset + len]);
+        b
+    };
+    match how {
+        BadBlocks::CutMidBlock => {
+            data.write_all(&block(0, BLOCK))?;
+            data.write_all(&header(0, BLOCK as u64, BLOCK as u64))?;
+            data.write_all(&payload[BLOCK..BLOCK + BLOCK / 2])?;
+        }
+        BadBlocks::Overlap => {
+            data.write_all(&block(0, 1000))?;
+            data.write_all(&block(500, 1000))?;
+        }
+        BadBlocks::PastTheEnd => {
+            let mut b = header(0, 1000, payload.len() as u64);
+            b.extend_from_slice(&payload[..1000]);
+            data.write_all(&b)?;
+        }
+        BadBlocks::MoreConnections => {
+            data.write_all(&block(0, BLOCK))?;
+            data.write_all(&header(64 | 8, 0, 1))?;
+            let mut second = TcpStream::connect(to)?;
+            second.write_all(&header(8, 0, 0))?;
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Ok(())
 }
 
 /// Starts a one-connection scripted server; returns its port.
@@ -67,6 +127,7 @@ fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
     let mut send = |text: &str| control.write_all(format!("{text}\r\n").as_bytes());
     send("220 scripted server ready")?;
     let mut passive: Option<TcpListener> = None;
+    let mut active: Option<std::net::SocketAddr> = None;
     let mut offset: usize = 0;
     loop {
         let mut line = String::new();
@@ -86,6 +147,33 @@ fn serve(mut control: TcpStream, trouble: Trouble) -> std::io::Result<()> {
             }
             "FEAT" => send("211-Features:\r\n SIZE\r\n211 End")?,
             "TYPE" => send("200 Binary.")?,
+            "MODE" if matches!(trouble, Trouble::Blocks(_)) => send("200 Mode set to E.")?,
+            "OPTS" if matches!(trouble, Trouble::Blocks(_)) => send("200 OPTS ok.")?,
+            "PORT" => {
+                let numbers: Vec<u16> = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("")
+                    .split(',')
+                    .filter_map(|n| n.trim().parse().ok())
+                    .collect();
+                if let [a, b, c, d, p1, p2] = numbers[..] {
+                    let ip = std::net::Ipv4Addr::new(a as u8, b as u8, c as u8, d as u8);
+                    active = Some((ip, p1 * 256 + p2).into());
+                    send("200 PORT ok.")?;
+                } else {
+                    send("501 Bad PORT.")?;
+                }
+            }
+            "RETR" if matches!(trouble, Trouble::Blocks(_)) => {
+                let (Trouble::Blocks(how), Some(to)) = (trouble, active) else {
+                    send("425 Use PORT first.")?;
+                    continue;
+                };
+                send("150 Blocks coming.")?;
+                send_blocks(how, to, &payload)?;
+                send("451 Transfer aborted.")?;
+            }
             "REST" if trouble != Trouble::NoRest => {
                 offset = line
                     .split_whitespace()
@@ -499,4 +587,45 @@ fn a_full_disk_keeps_what_fitted_and_nothing_under_the_name() {
         "{lines:?}"
     );
     assert_eq!(names_in(disk.0.path()), [".f.bin.rightsize-part"]);
+}
+
+#[test]
+fn blocks_that_break_mode_e_fail_clearly_and_keep_what_arrived_with_its_ranges() {
+    let cases = [
+        // The half block that came is kept too: its bytes are good.
+        (BadBlocks::CutMidBlock, "ended after", Some("0-393216")),
+        (BadBlocks::Overlap, "overlap", Some("0-1000")),
+        (BadBlocks::PastTheEnd, "past", None),
+        (BadBlocks::MoreConnections, "EOD", Some("0-262144")),
+    ];
+    for (how, says, ranges) in cases {
+        let (dir, target) = out_dir_with_old_file();
+        let port = scripted(Trouble::Blocks(how));
+        let (output, _) = get_from(port, &target, &["-P", "2"]);
+        assert_eq!(output.status.code(), Some(1), "{how:?}: {output:?}");
+        let lines = stderr_lines(&output);
+        assert!(
+            lines[0].contains("over parallel streams failed") && lines[0].contains(says),
+            "{how:?}: {lines:?}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"old content", "{how:?}");
+        let ranges_file = dir.path().join(".f.bin.rightsize-part.ranges");
+        match ranges {
+            Some(expected) => {
+                assert_eq!(
+                    std::fs::read_to_string(&ranges_file).unwrap().trim(),
+                    expected,
+                    "{how:?}"
+                );
+                assert!(
+                    lines[1].contains("resume with: rightsize get -C -P 2 ftp://"),
+                    "{how:?}: {lines:?}"
+                );
+            }
+            None => {
+                assert_eq!(lines.len(), 1, "{how:?}: {lines:?}");
+                assert_eq!(names_in(dir.path()), ["f.bin"], "{how:?}");
+            }
+        }
+    }
 }
