@@ -1,8 +1,8 @@
 //! How `rightsize get`/`put` fail: bad input (exit 2), an unreachable
 //! server, servers that stall, cut a transfer short, fail after sending
 //! data, send a wrong checksum or MODE E blocks that break GFD.20 (a
-//! scripted server on 127.0.0.1), a
-//! full disk (a 1 MiB tmpfs; needs root, as CI runs), and `SIGINT`. Each
+//! scripted server on 127.0.0.1), a full disk (a 1 MiB tmpfs; needs root,
+//! as CI runs), and `SIGINT`. Each
 //! must end with one line on stderr (and one more that says what the part
 //! file kept), a non-zero exit, within the timeout, and nothing new under
 //! the requested name; `get -C` then resumes from what was kept.
