@@ -204,7 +204,7 @@ fn tree(bench: &Bench, o: &Options, root: &Path, scratch: &Path) -> anyhow::Resu
         &expect,
         "tree",
     )?;
-    let [ours, lftp, globus, one] = walls.map(|w| median(&w));
+    let [ours, lftp, globus, one] = walls.map(|w| median(&w.walls));
     let faster = match (lftp, globus) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -289,7 +289,8 @@ fn lossy(bench: &Bench, o: &Options, root: &Path, scratch: &Path) -> anyhow::Res
         "lossy",
     )?;
     let rate = |w: Option<f64>| w.map(|s| o.file_bytes as f64 * 8.0 / s);
-    let [p4, globus, one] = walls.map(|w| rate(median(&w)));
+    let [p4_buf, globus_buf, one_buf] = walls.clone().map(|w| median(&w.buffers));
+    let [p4, globus, one] = walls.map(|w| rate(median(&w.walls)));
     let mbps = |v: Option<f64>| v.map_or("-".to_owned(), |b| format!("{:.1} Mbit/s", b / 1e6));
     println!(
         "lossy medians (wall time of each client, login included): rightsize get -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
@@ -312,14 +313,35 @@ fn lossy(bench: &Bench, o: &Options, root: &Path, scratch: &Path) -> anyhow::Res
         |r| r >= 3.0,
         ">= 3.0",
     );
+    let mb = |v: Option<f64>| v.map_or("-".to_owned(), |b| format!("{:.1} MB", b / 1e6));
     println!(
-        "  -P auto (choosing the number of streams) and the streams' summed buffers (<= 0.5x globus-url-copy's): not built yet, NOT met"
+        "lossy medians of the client host's summed receive buffers (peak, ss -tm every 100 ms): rightsize get -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
+        mb(p4_buf),
+        mb(globus_buf),
+        mb(one_buf)
     );
+    ok &= goal(
+        "rightsize get -P 4 / globus-url-copy -p 4 -tcp-bs BDP (summed receive buffers)",
+        p4_buf,
+        globus_buf,
+        |r| r <= 0.5,
+        "<= 0.5",
+    );
+    println!("  -P auto (choosing the number of streams): not built yet, NOT met");
     Ok(ok)
 }
 
-/// Every contender `reps` times, alternating; the wall times of the runs
-/// that moved everything on a path whose checks passed, per contender.
+/// What the counted runs of one contender measured.
+#[derive(Debug, Clone, Default)]
+struct Measured {
+    /// Wall time of the client, seconds.
+    walls: Vec<f64>,
+    /// Peak of the client host's summed receive buffers, bytes.
+    buffers: Vec<f64>,
+}
+
+/// Every contender `reps` times, alternating; what the runs that moved
+/// everything on a path whose checks passed measured, per contender.
 #[allow(clippy::too_many_arguments)]
 fn rounds<const N: usize>(
     bench: &Bench,
@@ -330,8 +352,8 @@ fn rounds<const N: usize>(
     contenders: &[Contender; N],
     expect_files: &[usize; N],
     part: &str,
-) -> anyhow::Result<[Vec<f64>; N]> {
-    let mut walls: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
+) -> anyhow::Result<[Measured; N]> {
+    let mut walls: [Measured; N] = std::array::from_fn(|_| Measured::default());
     for rep in 1..=reps {
         for (i, c) in contenders.iter().enumerate() {
             let dir = bench.out.join(format!("{part}-{}-rep{rep}", slug(c.name)));
@@ -343,7 +365,10 @@ fn rounds<const N: usize>(
             if record["error"].is_null()
                 && let Some(wall) = record["wall_s"].as_f64()
             {
-                walls[i].push(wall);
+                walls[i].walls.push(wall);
+                if let Some(bytes) = record["peak_rcvbuf_sum_bytes"].as_f64() {
+                    walls[i].buffers.push(bytes);
+                }
             }
             let _ = fs::remove_dir_all(&out);
         }
@@ -464,6 +489,7 @@ fn one_run(
         "client": client,
         "rep": rep,
         "wall_s": wall_s,
+        "peak_rcvbuf_sum_bytes": timed["peak_rcvbuf_sum_bytes"].as_u64(),
         "files": files,
         "fidelity_valid": valid,
         "failed_checks": failed,
@@ -473,15 +499,24 @@ fn one_run(
 }
 
 /// Waits for the server's port, then runs the client and writes its wall
-/// time and exit code as JSON. Arguments: the port, the timing file, the
-/// log file, the client's command line.
+/// time, exit code and the peak of its host's summed socket receive
+/// buffers (`ss -tm`'s `rb` over the established connections, every
+/// 100 ms) as JSON. Arguments: the port, the timing file, the log file,
+/// the client's command line.
 const TIMED: &str = r#"port=$1 timing=$2 log=$3; shift 3
 for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/$port) 2>/dev/null && break; sleep 0.05; done
+( while :; do
+    ss -tmnH state established 2>/dev/null | awk -F'rb' '/skmem/ { split($2, a, ","); s += a[1] } END { print s + 0 }'
+    sleep 0.1
+  done ) > "$log.rb" &
+sampler=$!
 t0=$(date +%s%N)
 "$@" > "$log" 2>&1
 rc=$?
 t1=$(date +%s%N)
-printf '{"wall_ns":%s,"rc":%s}\n' $((t1 - t0)) $rc > "$timing"
+kill $sampler 2>/dev/null
+peak=$(sort -n "$log.rb" | tail -1)
+printf '{"wall_ns":%s,"rc":%s,"peak_rcvbuf_sum_bytes":%s}\n' $((t1 - t0)) $rc "${peak:-0}" > "$timing"
 exit $rc"#;
 
 fn describe(name: &str, record: &Value) -> String {

@@ -35,6 +35,9 @@ fn features(host: &dyn ServerHost) -> Vec<String> {
         "EPSV".into(),
         "MDTM".into(),
         "MLST type*;size*;modify*;perm*;".into(),
+        // GridFTP's MODE E with OPTS RETR Parallelism (GFD.20), as the
+        // Globus server names it.
+        "PARALLEL".into(),
         "PASV".into(),
         "REST STREAM".into(),
         "SIZE".into(),

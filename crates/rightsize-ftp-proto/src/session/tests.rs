@@ -465,6 +465,7 @@ fn feat_advertises_sbuf_and_checksums() {
         "\r\n SBUF\r\n",
         "\r\n EPSV\r\n",
         "\r\n REST STREAM\r\n",
+        "\r\n PARALLEL\r\n",
         "\r\n CKSM SHA256,MD5\r\n",
         "\r\n UTF8\r\n",
     ] {
