@@ -32,7 +32,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -238,15 +238,17 @@ struct Shared<'a> {
 
 /// Receives a transfer into `sink` (`None` discards) with `assembly`'s
 /// expectations, over `incoming`; `on_connect` sees each new connection
-/// (to set its buffers) and `on_first` the first one. Counts the payload in
-/// `moved`. Returns when the transfer is whole, failed or stopped.
+/// (to set its buffers, to start its tuner; it may give a counter for
+/// that connection's own payload) and `on_first` the first one. Counts
+/// the payload in `moved`. Returns when the transfer is whole, failed or
+/// stopped.
 pub(crate) fn receive(
     incoming: Incoming<'_>,
     assembly: Assembly,
     sink: Option<&mut dyn WriteAt>,
     moved: &AtomicU64,
     stop: &(dyn Fn() -> bool + Sync),
-    on_connect: &mut dyn FnMut(&TcpStream),
+    on_connect: &mut dyn FnMut(&TcpStream) -> Option<Arc<AtomicU64>>,
     on_first: &mut dyn FnMut(&TcpStream),
 ) -> (Result<Assembly, Failure>, Received) {
     let shared = Mutex::new(Shared {
@@ -280,37 +282,39 @@ pub(crate) fn receive(
         let mut running = Vec::new();
         let mut handles = Vec::new();
         let mut accepted = 0u32;
-        let mut spawn = |stream: TcpStream, received: &mut Received| {
-            let _ = stream.set_read_timeout(Some(READ_POLL));
-            if received.first.is_none() {
-                on_first(&stream);
-                received.first = stream.try_clone().ok();
-                received.started = Some(Instant::now());
-            }
-            running.extend(stream.try_clone().ok());
-            active.fetch_add(1, Ordering::SeqCst);
-            let (shared, halted, done, active) = (&shared, &halted, &done, &active);
-            let wake = wake.as_ref();
-            let end = End {
-                finish: finish.as_ref(),
-                finished: finished.as_ref(),
+        let mut spawn =
+            |stream: TcpStream, own: Option<Arc<AtomicU64>>, received: &mut Received| {
+                let _ = stream.set_read_timeout(Some(READ_POLL));
+                if received.first.is_none() {
+                    on_first(&stream);
+                    received.first = stream.try_clone().ok();
+                    received.started = Some(Instant::now());
+                }
+                running.extend(stream.try_clone().ok());
+                active.fetch_add(1, Ordering::SeqCst);
+                let (shared, halted, done, active) = (&shared, &halted, &done, &active);
+                let wake = wake.as_ref();
+                let end = End {
+                    finish: finish.as_ref(),
+                    finished: finished.as_ref(),
+                };
+                handles.push(scope.spawn(move || {
+                    let counted = Counted { all: moved, own };
+                    let (kept, result) =
+                        receive_stream(stream, shared, &counted, halted, done, idle_timeout, end);
+                    if let Err(failure) = result {
+                        let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        s.failed.get_or_insert(failure);
+                    }
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    if let Some(mut wake) = wake {
+                        let _ = wake.write_all(&[1]);
+                    }
+                    kept
+                }));
             };
-            handles.push(scope.spawn(move || {
-                let (kept, result) =
-                    receive_stream(stream, shared, moved, halted, done, idle_timeout, end);
-                if let Err(failure) = result {
-                    let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    s.failed.get_or_insert(failure);
-                }
-                active.fetch_sub(1, Ordering::SeqCst);
-                if let Some(mut wake) = wake {
-                    let _ = wake.write_all(&[1]);
-                }
-                kept
-            }));
-        };
         for stream in cached {
-            spawn(stream, &mut received);
+            spawn(stream, None, &mut received);
         }
         // Until the EODs the EOF announced are in, more connections may
         // come (GFD.20: one may still be opening when the others end).
@@ -364,8 +368,8 @@ pub(crate) fn receive(
                 )));
                 break;
             }
-            on_connect(&stream);
-            spawn(stream, &mut received);
+            let own = on_connect(&stream);
+            spawn(stream, own, &mut received);
         }
         // A failure stops the connections still reading at once.
         if halted() {
@@ -465,10 +469,26 @@ impl End<'_> {
     }
 }
 
+/// Where a connection counts its payload: the transfer's count, and its
+/// own when something (a tuner) watches it.
+struct Counted<'a> {
+    all: &'a AtomicU64,
+    own: Option<Arc<AtomicU64>>,
+}
+
+impl Counted<'_> {
+    fn add(&self, bytes: u64) {
+        self.all.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(own) = &self.own {
+            own.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
 fn receive_stream(
     stream: TcpStream,
     shared: &Mutex<Shared<'_>>,
-    moved: &AtomicU64,
+    moved: &Counted<'_>,
     halted: &dyn Fn() -> bool,
     done: &dyn Fn() -> bool,
     idle_timeout: Duration,
@@ -484,7 +504,7 @@ fn receive_stream(
 fn read_stream(
     mut stream: TcpStream,
     shared: &Mutex<Shared<'_>>,
-    moved: &AtomicU64,
+    moved: &Counted<'_>,
     halted: &dyn Fn() -> bool,
     done: &dyn Fn() -> bool,
     idle_timeout: Duration,
@@ -557,7 +577,7 @@ fn read_stream(
                     {
                         return (None, Err(Failure::Local(e.to_string())));
                     }
-                    moved.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    moved.add(bytes.len() as u64);
                 }
                 Item::Close => closing = true,
                 Item::Eod | Item::Eof { .. } => {}

@@ -111,11 +111,12 @@ pub struct TransferArgs {
     pub resume: bool,
 
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
-    /// 64; the server must speak MODE E (rightsize serve, globus-gridftp-server). The tuners do
-    /// not size the streams yet: the kernel does, or --rcvbuf/--sndbuf for each stream. A download
-    /// that fails keeps its part file and the byte ranges that arrived
-    /// (.NAME.rightsize-part.ranges); -C -P sends them with REST and gets the rest.
-    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64), conflicts_with = "tune")]
+    /// 64; the server must speak MODE E (rightsize serve, globus-gridftp-server). A download gives
+    /// each stream its own tuner (--tune, default auto), so that together their windows follow
+    /// the path's BDP; an upload's streams are the kernel's, or --sndbuf. A download that fails
+    /// keeps its part file and the byte ranges that arrived (.NAME.rightsize-part.ranges); -C -P
+    /// sends them with REST and gets the rest.
+    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64))]
     pub parallel: Option<u32>,
 
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
@@ -233,9 +234,6 @@ fn parse_window_clamp(input: &str) -> Result<u32, String> {
 impl TransferArgs {
     /// The tuner: `--tune`, else auto unless buffers are fixed by hand.
     fn tune(&self) -> Option<TunerSpec> {
-        if self.parallel.is_some() {
-            return None;
-        }
         match &self.tune {
             Some(spec) => Some(*spec),
             None if self.rcvbuf.is_some()

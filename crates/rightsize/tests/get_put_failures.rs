@@ -344,15 +344,11 @@ fn a_bad_url_or_size_is_a_usage_error_on_one_line() {
     let output = rightsize(&["get", "ftp://127.0.0.1/dir/"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_lines(&output)[0].contains("names no file"));
-    // -P: 2 to 64 streams, to a file, not with --tune.
+    // -P: 2 to 64 streams, to a file.
     let output = rightsize(&["get", "ftp://127.0.0.1:1/f", "-P", "4", "-o", "-"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_lines(&output)[0].contains("-o - and -P"));
-    for bad in [
-        &["-P", "1"][..],
-        &["-P", "65"],
-        &["-P", "4", "--tune", "auto"],
-    ] {
+    for bad in [&["-P", "1"][..], &["-P", "65"]] {
         let mut args = vec!["get", "ftp://127.0.0.1:1/f"];
         args.extend_from_slice(bad);
         let output = rightsize(&args);

@@ -144,8 +144,11 @@ pub(crate) fn open_active(
             source,
         })?;
     let bind = SocketAddr::new(local.ip(), 0);
+    // Room for every connection MODE E's sender opens at once: with a
+    // backlog of 1 the third SYN was dropped and came back a second later.
+    let backlog = i32::try_from(rightsize_ftp_proto::mode_e::MAX_PARALLELISM).unwrap_or(64);
     let (listener, applied) =
-        socket::listen(bind, request, 1).map_err(|source| ClientError::DataConnect {
+        socket::listen(bind, request, backlog).map_err(|source| ClientError::DataConnect {
             addr: bind,
             mode: "EPRT/PORT",
             source: Box::new(source),

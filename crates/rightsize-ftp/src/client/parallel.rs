@@ -29,6 +29,11 @@ use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_ftp_proto::{Arg, Command, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
+use rightsize_sys::telemetry::{Monitor, Tuning};
+use rightsize_tune::{Peer, Role};
+use std::sync::Arc;
+
+use crate::tuning;
 
 use super::control::arg;
 use super::data::{self, DataMode};
@@ -155,13 +160,27 @@ fn get_into(
     };
     extended_mode(&mut session, streams, observer)?;
     let checksum = start_checksum(&session, options, observer);
-    let request = options.buffers.clone();
+    // Each stream has its own tuner, reading its own TCP_INFO: each
+    // window follows that stream's share of the rate, so that together
+    // they follow the path's BDP, not N times it. The pre-handshake
+    // settings go on the listener, which the streams inherit.
+    let request = match &options.tune {
+        Some(spec) => tuning::request(
+            &options.buffers,
+            tuning::build(spec, Role::Receiver, Peer::Other)
+                .setup()
+                .pre_handshake,
+        ),
+        None => options.buffers.clone(),
+    };
     let plan = data::open_active(&mut session.control, &session.features, &request, observer)?;
     let data::Pending::Listening(listener, _) = plan.pending else {
         return Err(ClientError::Parallel {
             why: "the data connections could not be listened for",
         });
     };
+    let control = session.control.stream().try_clone().ok();
+    let mut monitors: Vec<Monitor> = Vec::new();
     if held.total() > 0 {
         let rest = Command::RestRanges(held.clone());
         let reply = session.control.command(&rest, observer)?;
@@ -200,10 +219,22 @@ fn get_into(
         &|| signals::caught().is_some(),
         &mut |stream| {
             let _ = socket::apply(stream.as_fd(), &request);
+            let spec = options.tune.as_ref()?;
+            let own = Arc::new(AtomicU64::new(0));
+            let tuning = Tuning {
+                tuner: tuning::build(spec, Role::Receiver, Peer::Other),
+                control: control.as_ref().and_then(|c| c.try_clone().ok()),
+                to_peer: None,
+                report_info: false,
+            };
+            let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
+            monitors.push(monitor);
+            Some(own)
         },
         &mut |_| {},
     );
     *got = received.ranges.clone();
+    let tuned = streams_tuning(monitors);
     let elapsed = received
         .started
         .map_or(std::time::Duration::ZERO, |s| s.elapsed());
@@ -237,7 +268,37 @@ fn get_into(
         checksum,
     );
     report.resumed_bytes = held.total();
+    report.tuning = tuned;
     Ok(report)
+}
+
+/// The streams' tuners, stopped, as one report: buffers summed over the
+/// streams (each stream's peak and mean), decisions summed.
+fn streams_tuning(monitors: Vec<Monitor>) -> Option<super::TuningReport> {
+    let mut summed: Option<super::TuningReport> = None;
+    for finished in monitors.into_iter().filter_map(|m| m.finish().ok()) {
+        let Some(report) = summed.as_mut() else {
+            summed = Some(super::TuningReport {
+                buffers: finished.buffers,
+                tuner: finished.tuner,
+                extension: false,
+                sent_to_peer: 0,
+                received_from_peer: 0,
+                ignored: Vec::new(),
+                telemetry_error: None,
+            });
+            continue;
+        };
+        let (b, f) = (&mut report.buffers, &finished.buffers);
+        b.peak_rcvbuf_bytes += f.peak_rcvbuf_bytes;
+        b.peak_sndbuf_bytes += f.peak_sndbuf_bytes;
+        b.mean_rcvbuf_bytes += f.mean_rcvbuf_bytes;
+        b.mean_sndbuf_bytes += f.mean_sndbuf_bytes;
+        if let (Some(sum), Some(one)) = (report.tuner.as_mut(), finished.tuner) {
+            sum.decisions += one.decisions;
+        }
+    }
+    summed
 }
 
 /// Uploads `local` to `url` over `streams` streams.

@@ -177,6 +177,7 @@ pub fn receive(
             if let Ok(a) = socket::apply(stream.as_fd(), &params.request) {
                 applied.get_or_insert(a);
             }
+            None
         },
         &mut |stream| {
             abort.watch(stream);

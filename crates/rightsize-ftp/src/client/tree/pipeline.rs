@@ -313,6 +313,7 @@ fn receive_blocks(
         &|| signals::caught().is_some(),
         &mut |stream| {
             let _ = socket::apply(stream.as_fd(), &options.buffers);
+            None
         },
         &mut |_| {},
     );
