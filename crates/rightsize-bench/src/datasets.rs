@@ -12,7 +12,11 @@
 //! 2. one file on `lossy` (the same path with 0.01% random loss): the
 //!    goodput of `rightsize get -P 4` from `rightsize serve` against
 //!    `globus-url-copy -p 4 -tcp-bs <BDP>` from globus-gridftp-server and
-//!    against one stream (`rightsize get`). Targets: at least 1.0x and 3x.
+//!    against one stream (`rightsize get`), and the client host's summed
+//!    receive buffers. Targets: at least 1.0x and 3x the goodput, at most
+//!    0.5x globus-url-copy's buffers;
+//! 3. memory to memory over a veth pair: `rightsize get -P 4` of the zero
+//!    source to `/dev/null` against `iperf3 -P 4 -R`. Target: 0.95x.
 //!
 //! Each run's command line, exit code, wall time and the path's checks
 //! are one line of `runs.jsonl` in the results directory; the summary is
@@ -30,21 +34,29 @@ use rightsize_lab::run::runner::{append_line, unix_seconds};
 use serde_json::{Value, json};
 
 use crate::emulated::Bench;
+use crate::procs::{Daemon, run_timed, wait_for};
+use rightsize_sys::netns::{LEFT_ADDR, VethPath};
+use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: rightsize-bench datasets [--reps N] [--files N] [--file-bytes BYTES] [--only tree|lossy] [--out DIR] [--smoke]
+usage: rightsize-bench datasets [--reps N] [--files N] [--file-bytes BYTES] [--mem-bytes BYTES] [--only tree|lossy|veth] [--out DIR] [--smoke]
 
-Runs, as root, on emulated paths (bench/paths/lfn.toml and lossy.toml), the contenders
-alternating: a tree of N files of 64 KiB in 20 directories, rightsize get -r vs lftp mirror
---parallel=4 vs globus-url-copy -r -cd -pp -cc 4 vs one file of the same size; and one file
-of BYTES on the lossy path, rightsize get -P 4 vs globus-url-copy -p 4 -tcp-bs <BDP> vs one
-stream. Prints each run, the medians, the ratios and met / NOT met; exits 1 if a target is
-missed. Defaults: --reps 3 --files 2000 --file-bytes 134217728.
---smoke: one repetition of 100 files and 16 MiB, to check everything works (not judged).";
+Runs, as root, the contenders alternating: on emulated paths (bench/paths/lfn.toml and
+lossy.toml), a tree of N files of 64 KiB in 20 directories, rightsize get -r vs lftp mirror
+--parallel=4 vs globus-url-copy -r -cd -pp -cc 4 vs one file of the same size; one file of
+BYTES on the lossy path, rightsize get -P 4 vs globus-url-copy -p 4 -tcp-bs <BDP> vs one
+stream, by goodput and by the client host's summed receive buffers; and over a veth pair,
+rightsize get -P 4 vs iperf3 -P 4 -R, memory to memory. Prints each run, the medians, the
+ratios and met / NOT met; exits 1 if a target is missed.
+Defaults: --reps 3 --files 2000 --file-bytes 134217728 --mem-bytes 4294967296.
+--smoke: one repetition of 100 files, 16 MiB and 256 MiB, to check everything works (not
+judged).";
 
-/// The servers' control ports inside the right host.
+/// The servers' control ports inside the right host (the left one on
+/// veth), and iperf3's.
 const RIGHTSIZE_PORT: u16 = 2121;
 const GRIDFTP_PORT: u16 = 2811;
+const IPERF_PORT: u16 = 5201;
 /// Each file of the tree.
 const TREE_FILE_BYTES: u64 = 64 * 1024;
 /// Directories the tree's files are spread over.
@@ -55,6 +67,7 @@ struct Options {
     files: usize,
     file_bytes: u64,
     only: Option<String>,
+    mem_bytes: u64,
     out: Option<PathBuf>,
     smoke: bool,
 }
@@ -65,6 +78,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         files: 2000,
         file_bytes: 128 << 20,
         only: None,
+        mem_bytes: 4 << 30,
         out: None,
         smoke: false,
     };
@@ -75,6 +89,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             o.reps = 1;
             o.files = 100;
             o.file_bytes = 16 << 20;
+            o.mem_bytes = 256 << 20;
             continue;
         }
         let value = it
@@ -89,8 +104,11 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--reps" => o.reps = usize::try_from(number()?)?.max(1),
             "--files" => o.files = usize::try_from(number()?)?.max(TREE_DIRS),
             "--file-bytes" => o.file_bytes = number()?.max(1),
-            "--only" if value == "tree" || value == "lossy" => o.only = Some(value.clone()),
-            "--only" => bail!("invalid --only {value:?}: accepted: tree, lossy\n\n{USAGE}"),
+            "--only" if ["tree", "lossy", "veth"].contains(&value.as_str()) => {
+                o.only = Some(value.clone());
+            }
+            "--only" => bail!("invalid --only {value:?}: accepted: tree, lossy, veth\n\n{USAGE}"),
+            "--mem-bytes" => o.mem_bytes = number()?.max(1),
             "--out" => o.out = Some(PathBuf::from(value)),
             _ => bail!("unknown flag {flag:?}\n\n{USAGE}"),
         }
@@ -132,11 +150,14 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         bench.out.display()
     );
     let mut ok = true;
-    if o.only.as_deref() != Some("lossy") {
+    if o.only.is_none() || o.only.as_deref() == Some("tree") {
         ok &= tree(&bench, &o, &root, &scratch)?;
     }
-    if o.only.as_deref() != Some("tree") {
+    if o.only.is_none() || o.only.as_deref() == Some("lossy") {
         ok &= lossy(&bench, &o, &root, &scratch)?;
+    }
+    if o.only.is_none() || o.only.as_deref() == Some("veth") {
+        ok &= veth(&bench, &o, &root)?;
     }
     if o.smoke {
         println!("smoke run: everything ran; the ratios of so short a run are not judged");
@@ -338,6 +359,108 @@ struct Measured {
     walls: Vec<f64>,
     /// Peak of the client host's summed receive buffers, bytes.
     buffers: Vec<f64>,
+}
+
+/// Memory to memory over a veth pair (no emulation): `rightsize get -P 4`
+/// of the zero source to `/dev/null` against `iperf3 -P 4 -R`, the same
+/// direction and bytes, alternating.
+fn veth(bench: &Bench, o: &Options, root: &Path) -> anyhow::Result<bool> {
+    let path = VethPath::create("datasets")?;
+    let mut serve = Command::new("ip");
+    serve
+        .args(["netns", "exec", path.left.name()])
+        .arg(&bench.rightsize)
+        .args([
+            "serve",
+            "-q",
+            "--listen",
+            &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
+            "--root",
+        ])
+        .arg(root);
+    let mut serve = Daemon::start("rightsize serve", serve)?;
+    let mut iperf = path.left.command("iperf3");
+    iperf.args([
+        "-s",
+        "-B",
+        &LEFT_ADDR.to_string(),
+        "-p",
+        &IPERF_PORT.to_string(),
+    ]);
+    let _iperf = Daemon::start("iperf3 -s", iperf)?;
+    for port in [RIGHTSIZE_PORT, IPERF_PORT] {
+        wait_for(&format!("port {port}"), Duration::from_secs(20), || {
+            crate::ftp::port_open(&path, port)
+        })?;
+    }
+    serve.check_running()?;
+    println!(
+        "veth: {:.0} MiB memory to memory, {} <-> {}, no emulation",
+        o.mem_bytes as f64 / f64::from(1 << 20),
+        path.left.name(),
+        path.right.name()
+    );
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for rep in 1..=o.reps {
+        let mut c = path.right.command("iperf3");
+        c.args(["-c", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string()])
+            .args(["-P", "4", "-R", "-J", "-n", &o.mem_bytes.to_string()]);
+        let out = run_timed("iperf3 -c -P 4 -R", c)?;
+        let json: Value = serde_json::from_slice(&out.output.stdout)?;
+        if let Some(error) = json["error"].as_str() {
+            bail!("iperf3 -c -P 4 -R: {error}");
+        }
+        let iperf_bps = json["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .context("iperf3 -J: no end.sum_received.bits_per_second")?;
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", path.right.name()])
+            .arg(&bench.rightsize)
+            .args(["get", "-P", "4", "-o", "/dev/null", "--json"])
+            .arg(format!(
+                "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}",
+                o.mem_bytes
+            ));
+        let out = run_timed("rightsize get -P 4", c)?;
+        let json: Value = serde_json::from_slice(&out.output.stdout)
+            .context("rightsize get --json printed no JSON")?;
+        let ours_bps = json["goodput_bps"]
+            .as_f64()
+            .context("rightsize get --json: no goodput_bps")?;
+        println!(
+            "  rep {rep}: iperf3 -P 4 -R {:.2} Gbit/s  rightsize get -P 4 {:.2} Gbit/s",
+            iperf_bps / 1e9,
+            ours_bps / 1e9
+        );
+        append_line(
+            &bench.runs_file,
+            &serde_json::to_string(&json!({
+                "invocation": bench.invocation,
+                "kernel": bench.kernel,
+                "version": env!("CARGO_PKG_VERSION"),
+                "part": "veth",
+                "rep": rep,
+                "bytes": o.mem_bytes,
+                "iperf3_bps": iperf_bps,
+                "rightsize_bps": ours_bps,
+            }))?,
+        )?;
+        theirs.push(iperf_bps);
+        ours.push(ours_bps);
+    }
+    let (a, b) = (median(&ours), median(&theirs));
+    println!(
+        "veth medians: rightsize get -P 4 {}, iperf3 -P 4 -R {}",
+        a.map_or("-".into(), |v| format!("{:.2} Gbit/s", v / 1e9)),
+        b.map_or("-".into(), |v| format!("{:.2} Gbit/s", v / 1e9))
+    );
+    Ok(goal(
+        "rightsize get -P 4 / iperf3 -P 4 -R (memory to memory)",
+        a,
+        b,
+        |r| r >= 0.95,
+        ">= 0.95",
+    ))
 }
 
 /// Every contender `reps` times, alternating; what the runs that moved

@@ -289,7 +289,7 @@ fn verdict(ok: bool) -> &'static str {
 /// with `ss`, never by connecting: `iperf3 -s` takes a bare connect for a
 /// failed test and closes its listener while it resets, so a client
 /// started just after the probe can find the port closed (seen in CI).
-fn port_open(path: &VethPath, port: u16) -> bool {
+pub fn port_open(path: &VethPath, port: u16) -> bool {
     let mut c = path.left.command("ss");
     c.args(["-Hltn", &format!("sport = :{port}")]);
     c.stderr(std::process::Stdio::null());

@@ -67,11 +67,26 @@ pub(crate) fn get(
             why: "blocks arrive in any order, so -P needs a file to write to, not standard output",
         });
     };
-    let Sink::File(mut part) = Sink::open(&super::local_target(target, name), options.resume)?
-    else {
-        return Err(ClientError::Parallel {
-            why: "blocks arrive in any order, so -P needs a regular file to write to",
-        });
+    let mut part = match Sink::open(&super::local_target(target, name), options.resume)? {
+        Sink::File(part) => part,
+        Sink::Device(file, path) if is_null(&path) => {
+            // A memory-to-memory test: blocks written nowhere.
+            let mut report = get_into(
+                url,
+                &mut Target::Null(file),
+                options,
+                streams,
+                &mut Ranges::new(),
+                observer,
+            )?;
+            report.local_path = Some(path);
+            return Ok(report);
+        }
+        _ => {
+            return Err(ClientError::Parallel {
+                why: "blocks arrive in any order, so -P needs a regular file (or /dev/null) to write to",
+            });
+        }
     };
     let ranges_file = ranges_path(part.target());
     let held = if options.resume {
@@ -81,7 +96,14 @@ pub(crate) fn get(
         Ranges::new()
     };
     let mut got = held.clone();
-    let result = get_into(url, &mut part, options, streams, &mut got, observer);
+    let result = get_into(
+        url,
+        &mut Target::Part(&mut part),
+        options,
+        streams,
+        &mut got,
+        observer,
+    );
     match result {
         Ok(mut report) => {
             report.local_path = Some(part.commit()?);
@@ -142,9 +164,31 @@ fn record_ranges(file: &Path, ranges: &Ranges) -> io::Result<()> {
     f.sync_all()
 }
 
+/// Whether `path` is `/dev/null`.
+fn is_null(path: &Path) -> bool {
+    std::fs::canonicalize(path).is_ok_and(|p| p == Path::new("/dev/null"))
+}
+
+/// Where a download's blocks go.
+enum Target<'a> {
+    /// Its part file.
+    Part(&'a mut PartFile),
+    /// `/dev/null`.
+    Null(File),
+}
+
+impl WriteAt for Target<'_> {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Target::Part(part) => PartFile::write_at(part, offset, bytes),
+            Target::Null(_) => Ok(()),
+        }
+    }
+}
+
 fn get_into(
     url: &FtpUrl,
-    part: &mut PartFile,
+    target: &mut Target<'_>,
     options: &Options,
     streams: u32,
     got: &mut Ranges,
@@ -214,7 +258,7 @@ fn get_into(
     let (result, received) = blocks::receive(
         incoming,
         Assembly::new(size, held.clone()),
-        Some(part as &mut dyn WriteAt),
+        Some(target as &mut dyn WriteAt),
         &moved,
         &|| signals::caught().is_some(),
         &mut |stream| {
@@ -247,12 +291,17 @@ fn get_into(
             return Err(session.remote_error("RETR", path, &reply));
         }
     }
-    let checksum = match checksum {
-        Some(mut c) => {
+    let checksum = match (checksum, target) {
+        (Some(mut c), Target::Part(part)) => {
             part.read_back(|piece| c.update(piece))?;
             Some(c)
         }
-        None => None,
+        (Some(_), Target::Null(_)) => {
+            observer
+                .warning("--verify: blocks written to /dev/null cannot be read back; not verified");
+            None
+        }
+        (None, _) => None,
     };
     let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
     session.quit(observer);
