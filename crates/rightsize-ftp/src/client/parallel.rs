@@ -69,11 +69,11 @@ pub(crate) fn get(
     };
     let mut part = match Sink::open(&super::local_target(target, name), options.resume)? {
         Sink::File(part) => part,
-        Sink::Device(file, path) if is_null(&path) => {
+        Sink::Device(_, path) if is_null(&path) => {
             // A memory-to-memory test: blocks written nowhere.
             let mut report = get_into(
                 url,
-                &mut Target::Null(file),
+                &mut Target::Null,
                 options,
                 streams,
                 &mut Ranges::new(),
@@ -173,15 +173,15 @@ fn is_null(path: &Path) -> bool {
 enum Target<'a> {
     /// Its part file.
     Part(&'a mut PartFile),
-    /// `/dev/null`.
-    Null(File),
+    /// `/dev/null`: nothing is written.
+    Null,
 }
 
 impl WriteAt for Target<'_> {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
         match self {
             Target::Part(part) => PartFile::write_at(part, offset, bytes),
-            Target::Null(_) => Ok(()),
+            Target::Null => Ok(()),
         }
     }
 }
@@ -296,7 +296,7 @@ fn get_into(
             part.read_back(|piece| c.update(piece))?;
             Some(c)
         }
-        (Some(_), Target::Null(_)) => {
+        (Some(_), Target::Null) => {
             observer
                 .warning("--verify: blocks written to /dev/null cannot be read back; not verified");
             None
