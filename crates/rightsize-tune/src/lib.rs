@@ -53,6 +53,7 @@ pub mod civil;
 pub mod diagnose;
 pub mod driver;
 pub mod host;
+pub mod streams;
 pub mod tcpinfo;
 pub mod telemetry;
 pub mod units;

@@ -111,12 +111,13 @@ pub struct TransferArgs {
     pub resume: bool,
 
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
-    /// 64; the server must speak MODE E (rightsize serve, globus-gridftp-server). A download gives
-    /// each stream its own tuner (--tune, default auto), so that together their windows follow
-    /// the path's BDP; an upload's streams are the kernel's, or --sndbuf. A download that fails
-    /// keeps its part file and the byte ranges that arrived (.NAME.rightsize-part.ranges); -C -P
-    /// sends them with REST and gets the rest.
-    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(2..=64))]
+    /// 64, or auto (get only): trials of 2, 4, 8... streams, each a few seconds of the file, until
+    /// doubling stops paying. The server must speak MODE E (rightsize serve,
+    /// globus-gridftp-server). A download gives each stream its own tuner (--tune, default auto),
+    /// so that together their windows follow the path's BDP; an upload's streams are the
+    /// kernel's, or --sndbuf. A download that fails keeps its part file and the byte ranges that
+    /// arrived (.NAME.rightsize-part.ranges); -C -P sends them with REST and gets the rest.
+    #[arg(short = 'P', long = "parallel", value_name = "N|auto", value_parser = parse_streams)]
     pub parallel: Option<u32>,
 
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
@@ -218,6 +219,19 @@ pub fn parse_interval(input: &str) -> Result<Duration, String> {
         ));
     }
     units::parse_positive_duration(input).map_err(|e| e.to_string())
+}
+
+/// `-P`: 2 to 64 streams, or `auto` (`client::AUTO_STREAMS`).
+fn parse_streams(input: &str) -> Result<u32, String> {
+    if input.trim().eq_ignore_ascii_case("auto") {
+        return Ok(client::AUTO_STREAMS);
+    }
+    match input.trim().parse::<u32>() {
+        Ok(n) if (2..=64).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "streams \"{input}\" must be a number from 2 to 64, or auto"
+        )),
+    }
 }
 
 /// `--window-clamp`: a size that fits the kernel's 32-bit option.
@@ -396,6 +410,12 @@ fn say_kept(
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    if args.common.parallel == Some(client::AUTO_STREAMS) {
+        eprintln!(
+            "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"
+        );
+        return Ok(crate::exit::usage());
+    }
     if args.recursive {
         return crate::tree::run_put(args);
     }

@@ -254,9 +254,17 @@ pub fn summary_text(report: &Report) -> String {
     if report.streams > 1 {
         let _ = writeln!(
             out,
-            "  over {} parallel streams (MODE E); buffers per stream",
+            "  over {} parallel streams (MODE E); buffers summed over the streams",
             report.streams
         );
+    }
+    if !report.stream_trials.is_empty() {
+        let trials: Vec<String> = report
+            .stream_trials
+            .iter()
+            .map(|t| format!("{} streams {}", t.streams, human_rate(t.goodput_bps)))
+            .collect();
+        let _ = writeln!(out, "  -P auto tried {}", trials.join(", "));
     }
     if report.resumed_bytes > 0 {
         let _ = writeln!(
@@ -397,6 +405,7 @@ pub fn summary_json(report: &Report) -> Value {
         "bytes": report.bytes,
         "resumed_bytes": report.resumed_bytes,
         "streams": report.streams,
+        "stream_trials": report.stream_trials,
         "expected_bytes": report.expected_bytes,
         "seconds": report.elapsed.as_secs_f64(),
         "goodput_bps": report.goodput_bps(),

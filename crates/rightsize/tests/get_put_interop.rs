@@ -685,3 +685,35 @@ fn globus_get_c_p_4_sends_the_ranges_held_and_gets_the_rest() {
     assert_eq!(summary["bytes"], (data.len() - 2 * MIB) as u64);
     assert_eq!(names_in(out.path()), ["r.bin"]);
 }
+
+#[test]
+fn globus_get_p_auto_tries_streams_and_the_file_arrives_whole() {
+    let server = globus();
+    // Long enough for a trial or more (2 s each) on loopback.
+    let remote = files_dir(&server).join("auto.bin");
+    let mut data = vec![0u8; 2048 * MIB];
+    for (i, chunk) in data.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&(i as u64).to_le_bytes());
+    }
+    write_public(&remote, &data);
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("auto.bin");
+    let output = rightsize(&[
+        "get",
+        "-P",
+        "auto",
+        &server.url(&format!("/{}", remote.display())),
+        "-o",
+        target.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_success(&output, Some(&server));
+    assert!(same_bytes(&target, &data), "the bytes differ");
+    let summary = json(&output);
+    let trials = summary["stream_trials"].as_array().unwrap();
+    assert!(!trials.is_empty(), "no trial: {summary}");
+    assert_eq!(trials[0]["streams"], 2);
+    assert_eq!(summary["bytes"], data.len() as u64);
+    assert_eq!(names_in(out.path()), ["auto.bin"]);
+    std::fs::remove_file(&remote).unwrap();
+}

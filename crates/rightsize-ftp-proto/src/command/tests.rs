@@ -454,3 +454,9 @@ fn data_address() {
     assert_eq!(port, Some("10.0.0.1:1025".parse().unwrap()));
     assert_eq!(p("NOOP").data_address(), None);
 }
+
+#[test]
+fn rest_with_long_ranges() {
+    let line = "REST 0-8508932096,8509980672-8510242816,8511029248-8511291392";
+    assert!(matches!(p(line), Command::RestRanges(_)));
+}

@@ -110,8 +110,24 @@ pub struct Options {
     /// Both with `REST`.
     pub resume: bool,
     /// Data streams: 1 is stream mode over one connection; more is
-    /// GridFTP's MODE E over that many (`-P`), with no tuner yet.
+    /// GridFTP's MODE E over that many (`-P`); [`AUTO_STREAMS`] lets a
+    /// download choose (`-P auto`).
     pub streams: u32,
+}
+
+/// [`Options::streams`] for `-P auto`: a download tries more and more
+/// streams, each trial a `RETR` of what is still missing (`REST` with
+/// ranges) ended by closing its control connection, and settles on the
+/// number that paid (`rightsize_tune::streams`).
+pub const AUTO_STREAMS: u32 = 0;
+
+/// One trial of `-P auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StreamTrial {
+    /// Streams.
+    pub streams: u32,
+    /// Goodput over the trial's second half, bits/s.
+    pub goodput_bps: f64,
 }
 
 /// Where and how often to record the data connection (`--telemetry`).
@@ -282,6 +298,8 @@ pub struct Report {
     /// The server's data socket's `TCP_INFO` summary: the final one from a
     /// rightsize server's `226`, else its last in-transfer notice.
     pub server_tcp: Option<rightsize_tune::diagnose::tcp::TcpSummary>,
+    /// `-P auto`'s trials, in order (empty otherwise).
+    pub stream_trials: Vec<StreamTrial>,
 }
 
 /// The client end's buffers over the transfer and its tuner.

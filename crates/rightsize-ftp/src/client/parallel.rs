@@ -30,6 +30,7 @@ use rightsize_ftp_proto::{Arg, Command, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
 use rightsize_sys::telemetry::{Monitor, Tuning};
+use rightsize_tune::streams::{self as chooser, Choice, Chooser};
 use rightsize_tune::{Peer, Role};
 use std::sync::Arc;
 
@@ -202,7 +203,14 @@ fn get_into(
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
     };
-    extended_mode(&mut session, streams, observer)?;
+    // `-P auto`: trials of more and more streams, each a RETR of what is
+    // still missing, ended by closing its control connection, until one
+    // is settled on.
+    let auto = streams == super::AUTO_STREAMS;
+    let mut n = if auto { chooser::FIRST } else { streams };
+    let mut chooser = Chooser::new();
+    let mut settled = !auto;
+    extended_mode(&mut session, n, observer)?;
     let checksum = start_checksum(&session, options, observer);
     // Each stream has its own tuner, reading its own TCP_INFO: each
     // window follows that stream's share of the rate, so that together
@@ -217,71 +225,106 @@ fn get_into(
         ),
         None => options.buffers.clone(),
     };
-    let plan = data::open_active(&mut session.control, &session.features, &request, observer)?;
-    let data::Pending::Listening(listener, _) = plan.pending else {
-        return Err(ClientError::Parallel {
-            why: "the data connections could not be listened for",
-        });
-    };
     let control = session.control.stream().try_clone().ok();
+    let trial = chooser::phase_length(control_rtt(&session));
     let mut monitors: Vec<Monitor> = Vec::new();
-    if held.total() > 0 {
-        let rest = Command::RestRanges(held.clone());
-        let reply = session.control.command(&rest, observer)?;
-        if reply.code() != 350 {
-            return Err(ClientError::NoRestart {
-                server: session.control.server(),
-                path: url.path_display(),
-                offset: held.total(),
-                reply: reply.to_string(),
-            });
-        }
-    }
-    let retr = Command::Retr(arg(path, "path")?);
-    let reply = session.control.command(&retr, observer)?;
-    let early = if reply.is_preliminary() {
-        None
-    } else if reply.is_completion() {
-        Some(reply)
-    } else {
-        return Err(session.remote_error("RETR", path, &reply));
-    };
+    // The trial whose streams held the most buffer, for the report.
+    let mut busiest: Option<super::TuningReport> = None;
     let server = session.control.server();
     let moved = AtomicU64::new(0);
-    let incoming = Incoming {
-        listener: &listener,
-        peer: server.ip(),
-        cached: Vec::new(),
-        connect_timeout: options.connect_timeout,
-        idle_timeout: options.idle_timeout,
+    let mut first: Option<TcpStream> = None;
+    let mut started: Option<Instant> = None;
+    let (result, early, plan) = loop {
+        // A listener for each trial: connections of the last one that
+        // were still waiting in its backlog die with it.
+        let plan = data::open_active(&mut session.control, &session.features, &request, observer)?;
+        let data::Pending::Listening(listener, _) = &plan.pending else {
+            return Err(ClientError::Parallel {
+                why: "the data connections could not be listened for",
+            });
+        };
+        if got.total() > 0 {
+            rest_ranges(&mut session, got, url, observer)?;
+        }
+        let retr = Command::Retr(arg(path, "path")?);
+        let reply = session.control.command(&retr, observer)?;
+        let early = if reply.is_preliminary() {
+            None
+        } else if reply.is_completion() {
+            Some(reply)
+        } else {
+            return Err(session.remote_error("RETR", path, &reply));
+        };
+        let phase = Phase::new((!settled).then_some(trial), &moved);
+        let incoming = Incoming {
+            listener,
+            peer: server.ip(),
+            cached: Vec::new(),
+            connect_timeout: options.connect_timeout,
+            idle_timeout: options.idle_timeout,
+        };
+        let (result, received) = blocks::receive(
+            incoming,
+            Assembly::new(size, got.clone()),
+            Some(target as &mut dyn WriteAt),
+            &moved,
+            &|| signals::caught().is_some() || phase.over(&moved),
+            &mut |stream| {
+                let _ = socket::apply(stream.as_fd(), &request);
+                let spec = options.tune.as_ref()?;
+                let own = Arc::new(AtomicU64::new(0));
+                let tuning = Tuning {
+                    tuner: tuning::build(spec, Role::Receiver, Peer::Other),
+                    control: control.as_ref().and_then(|c| c.try_clone().ok()),
+                    to_peer: None,
+                    report_info: false,
+                };
+                let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
+                monitors.push(monitor);
+                Some(own)
+            },
+            &mut |_| {},
+        );
+        *got = received.ranges.clone();
+        if first.is_none() {
+            first = received.first;
+            started = received.started;
+        }
+        let ended_trial =
+            matches!(result, Err(Failure::Stopped)) && signals::caught().is_none() && phase.ended();
+        if !ended_trial {
+            break (result, early, plan);
+        }
+        // The trial ends with its control connection, which every server
+        // takes as the end of the transfer (an ABOR is answered in as many
+        // ways as there are servers); the next trial logs in again.
+        drop(plan);
+        busiest = busier(busiest, streams_tuning(std::mem::take(&mut monitors)));
+        drop(std::mem::replace(
+            &mut session,
+            Session::open(url, options, observer)?,
+        ));
+        n = match chooser.measured(n, phase.goodput_bps(&moved)) {
+            Choice::Try(next) => next,
+            Choice::Settle(chosen) => {
+                settled = true;
+                chosen
+            }
+        };
+        observer.protocol(&format!(
+            "-P auto: {} -> {n} streams{}",
+            chooser
+                .trials()
+                .iter()
+                .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if settled { " (settled)" } else { "" }
+        ));
+        extended_mode(&mut session, n, observer)?;
     };
-    let (result, received) = blocks::receive(
-        incoming,
-        Assembly::new(size, held.clone()),
-        Some(target as &mut dyn WriteAt),
-        &moved,
-        &|| signals::caught().is_some(),
-        &mut |stream| {
-            let _ = socket::apply(stream.as_fd(), &request);
-            let spec = options.tune.as_ref()?;
-            let own = Arc::new(AtomicU64::new(0));
-            let tuning = Tuning {
-                tuner: tuning::build(spec, Role::Receiver, Peer::Other),
-                control: control.as_ref().and_then(|c| c.try_clone().ok()),
-                to_peer: None,
-                report_info: false,
-            };
-            let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
-            monitors.push(monitor);
-            Some(own)
-        },
-        &mut |_| {},
-    );
-    *got = received.ranges.clone();
-    let tuned = streams_tuning(monitors);
-    let elapsed = received
-        .started
-        .map_or(std::time::Duration::ZERO, |s| s.elapsed());
+    let tuned = busier(busiest, streams_tuning(monitors));
+    let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
     if let Err(failure) = result {
         return Err(failed(failure, server, "RETR", url));
     }
@@ -310,15 +353,121 @@ fn get_into(
         url,
         Direction::Get,
         (plan.mode, plan.applied, request),
-        received.first.as_ref(),
-        (bytes, elapsed, size, streams),
+        first.as_ref(),
+        (bytes, elapsed, size, n),
         server,
         sbuf,
         checksum,
     );
     report.resumed_bytes = held.total();
     report.tuning = tuned;
+    report.stream_trials = chooser
+        .trials()
+        .iter()
+        .map(|&(streams, goodput_bps)| super::StreamTrial {
+            streams,
+            goodput_bps,
+        })
+        .collect();
     Ok(report)
+}
+
+/// `REST` with the ranges held (GridFTP's restart in MODE E).
+fn rest_ranges(
+    session: &mut Session<TcpStream>,
+    held: &Ranges,
+    url: &FtpUrl,
+    observer: &mut dyn Observer,
+) -> Result<(), ClientError> {
+    let reply = session
+        .control
+        .command(&Command::RestRanges(held.clone()), observer)?;
+    if reply.code() == 350 {
+        return Ok(());
+    }
+    Err(ClientError::NoRestart {
+        server: session.control.server(),
+        path: url.path_display(),
+        offset: held.total(),
+        reply: reply.to_string(),
+    })
+}
+
+/// The control connection's smoothed RTT (the data's path), or 100 ms.
+fn control_rtt(session: &Session<TcpStream>) -> std::time::Duration {
+    rightsize_sys::tcp_info::read(session.control.stream().as_fd())
+        .ok()
+        .filter(|i| i.rtt_us > 0)
+        .map_or(std::time::Duration::from_millis(100), |i| {
+            std::time::Duration::from_micros(u64::from(i.rtt_us))
+        })
+}
+
+/// One trial of `-P auto`: it ends `length` after it starts; its goodput
+/// is counted over its second half (after slow start).
+struct Phase {
+    started: Instant,
+    length: Option<std::time::Duration>,
+    start_bytes: u64,
+    half: std::sync::Mutex<Option<(Instant, u64)>>,
+}
+
+impl Phase {
+    fn new(length: Option<std::time::Duration>, moved: &AtomicU64) -> Phase {
+        Phase {
+            started: Instant::now(),
+            length,
+            start_bytes: moved.load(Ordering::Relaxed),
+            half: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether the trial's time is up; notes its half-way point.
+    fn over(&self, moved: &AtomicU64) -> bool {
+        let Some(length) = self.length else {
+            return false;
+        };
+        let elapsed = self.started.elapsed();
+        if elapsed >= length / 2 {
+            let mut half = self
+                .half
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            half.get_or_insert_with(|| (Instant::now(), moved.load(Ordering::Relaxed)));
+        }
+        elapsed >= length
+    }
+
+    fn ended(&self) -> bool {
+        self.length.is_some_and(|l| self.started.elapsed() >= l)
+    }
+
+    /// Goodput over the second half (the whole trial if it had none).
+    fn goodput_bps(&self, moved: &AtomicU64) -> f64 {
+        let now = moved.load(Ordering::Relaxed);
+        let half = *self
+            .half
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (from, bytes) = half.unwrap_or((self.started, self.start_bytes));
+        let seconds = from.elapsed().as_secs_f64();
+        if seconds > 0.0 {
+            now.saturating_sub(bytes) as f64 * 8.0 / seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Of two trials' tuning, the one whose streams held the most.
+fn busier(
+    a: Option<super::TuningReport>,
+    b: Option<super::TuningReport>,
+) -> Option<super::TuningReport> {
+    match (a, b) {
+        (Some(a), Some(b)) if a.buffers.peak_rcvbuf_bytes > b.buffers.peak_rcvbuf_bytes => Some(a),
+        (a, b) => b.or(a),
+    }
 }
 
 /// The streams' tuners, stopped, as one report: buffers summed over the
@@ -544,6 +693,7 @@ fn report(
         expected_bytes,
         tuning: None,
         server_tcp: None,
+        stream_trials: Vec::new(),
     }
 }
 

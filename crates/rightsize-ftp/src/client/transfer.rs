@@ -56,7 +56,7 @@ pub fn get(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
-    if options.streams > 1 {
+    if options.streams > 1 || options.streams == super::AUTO_STREAMS {
         return super::parallel::get(url, output, options, options.streams, observer);
     }
     let path = url.path();
@@ -515,6 +515,7 @@ impl DataDone {
             expected_bytes: None,
             tuning: self.tuning,
             server_tcp: self.server_tcp,
+            stream_trials: Vec::new(),
         }
     }
 }
