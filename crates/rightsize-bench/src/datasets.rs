@@ -10,11 +10,12 @@
 //!    against one file of the tree's size (`rightsize get`). Targets: at
 //!    most 0.8x the faster tool, and at most 1.5x the one file;
 //! 2. one file on `lossy` (the same path with 0.01% random loss): the
-//!    goodput of `rightsize get -P 4` from `rightsize serve` against
-//!    `globus-url-copy -p 4 -tcp-bs <BDP>` from globus-gridftp-server and
-//!    against one stream (`rightsize get`), and the client host's summed
-//!    receive buffers. Targets: at least 1.0x and 3x the goodput, at most
-//!    0.5x globus-url-copy's buffers;
+//!    goodput of `rightsize get -P auto` (and of `-P 4`) from `rightsize
+//!    serve` against `globus-url-copy -p 4 -tcp-bs <BDP>` from
+//!    globus-gridftp-server and against one stream (`rightsize get`), and
+//!    the client host's summed receive buffers. Targets for `-P auto`: at
+//!    least 1.0x and 3x the goodput, at most 0.5x globus-url-copy's
+//!    buffers;
 //! 3. memory to memory over a veth pair: `rightsize get -P 4` of the zero
 //!    source to `/dev/null` against `iperf3 -P 4 -R`. Target: 0.95x.
 //!
@@ -44,11 +45,11 @@ usage: rightsize-bench datasets [--reps N] [--files N] [--file-bytes BYTES] [--m
 Runs, as root, the contenders alternating: on emulated paths (bench/paths/lfn.toml and
 lossy.toml), a tree of N files of 64 KiB in 20 directories, rightsize get -r vs lftp mirror
 --parallel=4 vs globus-url-copy -r -cd -pp -cc 4 vs one file of the same size; one file of
-BYTES on the lossy path, rightsize get -P 4 vs globus-url-copy -p 4 -tcp-bs <BDP> vs one
-stream, by goodput and by the client host's summed receive buffers; and over a veth pair,
+BYTES on the lossy path, rightsize get -P auto and -P 4 vs globus-url-copy -p 4 -tcp-bs <BDP>
+vs one stream, by goodput and by the client host's summed receive buffers; and over a veth pair,
 rightsize get -P 4 vs iperf3 -P 4 -R, memory to memory. Prints each run, the medians, the
 ratios and met / NOT met; exits 1 if a target is missed.
-Defaults: --reps 3 --files 2000 --file-bytes 134217728 --mem-bytes 4294967296.
+Defaults: --reps 3 --files 2000 --file-bytes 268435456 --mem-bytes 4294967296.
 --smoke: one repetition of 100 files, 16 MiB and 256 MiB, to check everything works (not
 judged).";
 
@@ -76,7 +77,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
     let mut o = Options {
         reps: 3,
         files: 2000,
-        file_bytes: 128 << 20,
+        file_bytes: 256 << 20,
         only: None,
         mem_bytes: 4 << 30,
         out: None,
@@ -268,6 +269,19 @@ fn lossy(bench: &Bench, o: &Options, root: &Path, scratch: &Path) -> anyhow::Res
     let rs = bench.rightsize.to_string_lossy().into_owned();
     let contenders = [
         Contender {
+            name: "rightsize get -P auto",
+            server: Server::Rightsize,
+            client: argv(&[
+                &rs,
+                "get",
+                "-P",
+                "auto",
+                "ftp://right:2121/big.bin",
+                "-o",
+                "OUT/big.bin",
+            ]),
+        },
+        Contender {
             name: "rightsize get -P 4",
             server: Server::Rightsize,
             client: argv(&[
@@ -306,49 +320,50 @@ fn lossy(bench: &Bench, o: &Options, root: &Path, scratch: &Path) -> anyhow::Res
         scratch,
         o.reps,
         &contenders,
-        &[1, 1, 1],
+        &[1, 1, 1, 1],
         "lossy",
     )?;
     let rate = |w: Option<f64>| w.map(|s| o.file_bytes as f64 * 8.0 / s);
-    let [p4_buf, globus_buf, one_buf] = walls.clone().map(|w| median(&w.buffers));
-    let [p4, globus, one] = walls.map(|w| rate(median(&w.walls)));
+    let [auto_buf, p4_buf, globus_buf, one_buf] = walls.clone().map(|w| median(&w.buffers));
+    let [auto, p4, globus, one] = walls.map(|w| rate(median(&w.walls)));
     let mbps = |v: Option<f64>| v.map_or("-".to_owned(), |b| format!("{:.1} Mbit/s", b / 1e6));
     println!(
-        "lossy medians (wall time of each client, login included): rightsize get -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
+        "lossy medians (wall time of each client, login included): rightsize get -P auto {}, -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
+        mbps(auto),
         mbps(p4),
         mbps(globus),
         mbps(one)
     );
+    let mb = |v: Option<f64>| v.map_or("-".to_owned(), |b| format!("{:.1} MB", b / 1e6));
+    println!(
+        "lossy medians of the client host's summed receive buffers (peak, ss -tm every 100 ms): rightsize get -P auto {}, -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
+        mb(auto_buf),
+        mb(p4_buf),
+        mb(globus_buf),
+        mb(one_buf)
+    );
     let mut ok = true;
     ok &= goal(
-        "rightsize get -P 4 / globus-url-copy -p 4 -tcp-bs BDP (goodput)",
-        p4,
+        "rightsize get -P auto / globus-url-copy -p 4 -tcp-bs BDP (goodput)",
+        auto,
         globus,
         |r| r >= 1.0,
         ">= 1.0",
     );
     ok &= goal(
-        "rightsize get -P 4 / one stream (goodput)",
-        p4,
-        one,
-        |r| r >= 3.0,
-        ">= 3.0",
-    );
-    let mb = |v: Option<f64>| v.map_or("-".to_owned(), |b| format!("{:.1} MB", b / 1e6));
-    println!(
-        "lossy medians of the client host's summed receive buffers (peak, ss -tm every 100 ms): rightsize get -P 4 {}, globus-url-copy -p 4 {}, one stream {}",
-        mb(p4_buf),
-        mb(globus_buf),
-        mb(one_buf)
-    );
-    ok &= goal(
-        "rightsize get -P 4 / globus-url-copy -p 4 -tcp-bs BDP (summed receive buffers)",
-        p4_buf,
+        "rightsize get -P auto / globus-url-copy -p 4 -tcp-bs BDP (summed receive buffers)",
+        auto_buf,
         globus_buf,
         |r| r <= 0.5,
         "<= 0.5",
     );
-    println!("  -P auto (choosing the number of streams): not built yet, NOT met");
+    ok &= goal(
+        "rightsize get -P auto / one stream (goodput)",
+        auto,
+        one,
+        |r| r >= 3.0,
+        ">= 3.0",
+    );
     Ok(ok)
 }
 

@@ -11,8 +11,11 @@
 //! part file and the byte ranges it holds (`local::ranges_path`); with
 //! `resume` they are sent as `REST 0-29,60-89` and only the rest comes (a
 //! part kept by a stream-mode download is the range from 0 to its length).
-//! The tuners do not run on these streams yet: the buffers are the
-//! kernel's, or fixed by hand.
+//! A download gives each stream its own tuner (receiver alone), so that
+//! together their windows follow the path's BDP; an upload's streams are
+//! the kernel's. `-P auto` ([`super::AUTO_STREAMS`]) runs trials of more
+//! and more streams (`rightsize_tune::streams`), each a `RETR` of what is
+//! missing, ended by closing its control connection.
 
 use std::fs::File;
 use std::io;
