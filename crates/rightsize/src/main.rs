@@ -36,7 +36,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Get(args) if args.recursive => tree::run(&args),
         cli::Command::Get(args) => transfer::run_get(&args),
+        cli::Command::Put(args) if args.recursive => tree::run_put(&args),
         cli::Command::Put(args) => transfer::run_put(&args),
         cli::Command::Passwd(args) => passwd::run(&args),
         cli::Command::Path(args) => path::run(args),

@@ -319,9 +319,6 @@ impl TransferArgs {
 }
 
 pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
-    if args.recursive {
-        return crate::tree::run(args);
-    }
     let output = match args.output.as_deref() {
         Some(p) if p.as_os_str() == "-" => Output::Stdout,
         Some(p) => Output::File(p.to_path_buf()),
@@ -415,9 +412,6 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
             "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"
         );
         return Ok(crate::exit::usage());
-    }
-    if args.recursive {
-        return crate::tree::run_put(args);
     }
     let mut console = Console::new(
         args.common.interval,

@@ -41,6 +41,12 @@ pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
 
 /// `rightsize put -r DIR URL`.
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    if args.common.parallel == Some(client::AUTO_STREAMS) {
+        eprintln!(
+            "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"
+        );
+        return Ok(crate::exit::usage());
+    }
     let options = args.common.options(&args.url);
     let resume = format!("rightsize put -r -C {} {}", args.file.display(), args.url);
     finish(&args.common, Direction::Put, &resume, |console| {

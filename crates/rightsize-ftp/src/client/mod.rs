@@ -46,6 +46,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rightsize_ftp_proto::checksum::Algorithm;
+use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::socket::{Applied, BufferRequest};
 use rightsize_sys::tcp_info::TcpInfoError;
 use rightsize_tune::TunerSpec;
@@ -62,8 +63,38 @@ pub use listing::MAX_LISTING_BYTES;
 pub use local::{PART_SUFFIX, kept_bytes, part_path, ranges_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
-pub use transfer::{NO_SERVER_CHECKSUM, get, local_target, put};
+pub use transfer::{NO_SERVER_CHECKSUM, local_target};
 pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree, put_tree};
+
+/// Downloads `url` to `output`: over one data connection, or with
+/// [`Options::streams`] over several in MODE E (see the module
+/// documentation).
+pub fn get(
+    url: &FtpUrl,
+    output: &Output,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    if options.streams > 1 || options.streams == AUTO_STREAMS {
+        return parallel::get(url, output, options, options.streams, observer);
+    }
+    transfer::get(url, output, options, observer)
+}
+
+/// Uploads the file at `local` to `url` (a URL ending in `/` gets the
+/// file's name): over one data connection, or with [`Options::streams`]
+/// over several in MODE E.
+pub fn put(
+    local: &std::path::Path,
+    url: &FtpUrl,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<Report, ClientError> {
+    if options.streams > 1 {
+        return parallel::put(local, url, options, options.streams, observer);
+    }
+    transfer::put(local, url, options, observer)
+}
 
 /// Default time to open a control or data connection, and in active mode
 /// to wait for the server to connect back.

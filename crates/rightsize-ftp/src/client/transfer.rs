@@ -49,16 +49,13 @@ pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
 /// What `--verify` says when the server has no checksum.
 pub const NO_SERVER_CHECKSUM: &str = "not verified: the server offers no checksum";
 
-/// Downloads `url` to `output`; see the module documentation of `client`.
-pub fn get(
+/// Downloads `url` to `output` over one data connection.
+pub(crate) fn get(
     url: &FtpUrl,
     output: &Output,
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
-    if options.streams > 1 || options.streams == super::AUTO_STREAMS {
-        return super::parallel::get(url, output, options, options.streams, observer);
-    }
     let path = url.path();
     let name = url.file_name().ok_or_else(|| ClientError::NoFileName {
         url: url.to_string(),
@@ -199,15 +196,12 @@ fn resume_download<S: Read + Write>(
 
 /// Uploads the file at `local` to `url`; a URL ending in `/` gets the local
 /// file's name appended (as curl -T does). The server's `226` is success.
-pub fn put(
+pub(crate) fn put(
     local: &Path,
     url: &FtpUrl,
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
-    if options.streams > 1 {
-        return super::parallel::put(local, url, options, options.streams, observer);
-    }
     let path = remote_path(url, local);
     // Opened before connecting: a missing file fails fast.
     let upload = open_upload(local)?;
