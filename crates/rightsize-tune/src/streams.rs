@@ -4,21 +4,27 @@
 //! One loss-based TCP stream on a lossy long path is held far below the
 //! rate (Mathis: about MSS / (RTT x sqrt(p))); N streams share the losses
 //! and together go about N times faster, until they fill the bottleneck,
-//! where more streams only add queueing and memory. So the chooser climbs:
-//! [`FIRST`] streams, then twice as many as long as doubling gains at
-//! least [`GAIN`] (a quarter more goodput), up to [`MAX_AUTO`]; it settles
-//! on the better of the last two. Each trial is measured after its
-//! warm-up ([`phase_length`] long, the second half counted), so slow start
-//! does not count against more streams.
+//! where more streams only add connections. So the chooser climbs:
+//! [`FIRST`] streams (what GridFTP users ask for with `-p 4`), then twice
+//! as many as long as doubling gains at least [`GAIN`] (a quarter more
+//! goodput), up to [`MAX_AUTO`]. It then keeps the streams running unless
+//! fewer did clearly better ([`KEEP`]): a restart costs a login and a slow
+//! start, and with a tuner per stream more streams cost little memory
+//! (each window follows its stream's share). Each trial is measured after
+//! its warm-up ([`phase_length`] long, the second half counted), so slow
+//! start does not count against more streams.
 
 use std::time::Duration;
 
 /// Streams of the first trial.
-pub const FIRST: u32 = 2;
+pub const FIRST: u32 = 4;
 /// Most streams `auto` opens.
 pub const MAX_AUTO: u32 = 16;
 /// What doubling the streams must gain to go on: 1.25 x the goodput.
 pub const GAIN: f64 = 1.25;
+/// The streams running are kept unless fewer made more than 1 / KEEP
+/// times their goodput (0.9: a tenth more).
+pub const KEEP: f64 = 0.9;
 
 /// What to do after a trial.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,16 +47,18 @@ impl Chooser {
         Chooser::default()
     }
 
-    /// A trial of `streams` made `goodput_bps`; what comes next.
+    /// A trial of `streams` made `goodput_bps`; what comes next. A
+    /// [`Choice::Settle`] on `streams` itself means: go on as it is.
     pub fn measured(&mut self, streams: u32, goodput_bps: f64) -> Choice {
         let previous = self.trials.last().copied();
         self.trials.push((streams, goodput_bps));
         let doubled = streams.saturating_mul(2);
         match previous {
-            _ if doubled > MAX_AUTO => Choice::Settle(self.best()),
-            None => Choice::Try(doubled),
-            Some((_, before)) if goodput_bps >= GAIN * before => Choice::Try(doubled),
-            Some(_) => Choice::Settle(self.best()),
+            Some((_, before)) if goodput_bps < GAIN * before => {
+                Choice::Settle(self.kept(streams, goodput_bps))
+            }
+            _ if doubled > MAX_AUTO => Choice::Settle(streams),
+            _ => Choice::Try(doubled),
         }
     }
 
@@ -59,14 +67,18 @@ impl Chooser {
         &self.trials
     }
 
-    /// The better of the last two trials (fewer streams on a tie).
-    fn best(&self) -> u32 {
-        let last_two = &self.trials[self.trials.len().saturating_sub(2)..];
-        last_two
+    /// `streams` (running, `goodput_bps`), unless an earlier trial made
+    /// clearly more: then that one's count.
+    fn kept(&self, streams: u32, goodput_bps: f64) -> u32 {
+        let best = self
+            .trials
             .iter()
             .copied()
-            .reduce(|a, b| if b.1 > a.1 { b } else { a })
-            .map_or(FIRST, |(streams, _)| streams)
+            .reduce(|a, b| if b.1 > a.1 { b } else { a });
+        match best {
+            Some((fewer, best_bps)) if goodput_bps < KEEP * best_bps => fewer,
+            _ => streams,
+        }
     }
 }
 
@@ -81,20 +93,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn it_doubles_while_doubling_pays_and_settles_on_the_better_of_the_last_two() {
+    fn it_doubles_while_doubling_pays_and_keeps_what_runs_when_it_stops_paying() {
         let mut c = Chooser::new();
         // A lossy path: each stream ~40 Mbit/s until 190 Mbit/s fill it.
-        assert_eq!(c.measured(FIRST, 80e6), Choice::Try(4));
-        assert_eq!(c.measured(4, 150e6), Choice::Try(8));
-        assert_eq!(c.measured(8, 170e6), Choice::Settle(8));
+        assert_eq!(c.measured(FIRST, 110e6), Choice::Try(8));
+        assert_eq!(c.measured(8, 150e6), Choice::Try(16));
+        assert_eq!(c.measured(16, 160e6), Choice::Settle(16));
         assert_eq!(c.trials().len(), 3);
     }
 
     #[test]
-    fn more_streams_that_go_slower_are_dropped() {
+    fn more_streams_that_go_clearly_slower_are_dropped() {
         let mut c = Chooser::new();
-        assert_eq!(c.measured(2, 190e6), Choice::Try(4));
-        assert_eq!(c.measured(4, 180e6), Choice::Settle(2));
+        assert_eq!(c.measured(4, 190e6), Choice::Try(8));
+        assert_eq!(c.measured(8, 185e6), Choice::Settle(8));
+        let mut c = Chooser::new();
+        assert_eq!(c.measured(4, 190e6), Choice::Try(8));
+        assert_eq!(c.measured(8, 150e6), Choice::Settle(4));
     }
 
     #[test]

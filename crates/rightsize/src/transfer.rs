@@ -111,7 +111,7 @@ pub struct TransferArgs {
     pub resume: bool,
 
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
-    /// 64, or auto (get only): trials of 2, 4, 8... streams, each a few seconds of the file, until
+    /// 64, or auto (get only): trials of 4, 8, 16 streams, each a few seconds of the file, until
     /// doubling stops paying. The server must speak MODE E (rightsize serve,
     /// globus-gridftp-server). A download gives each stream its own tuner (--tune, default auto),
     /// so that together their windows follow the path's BDP; an upload's streams are the

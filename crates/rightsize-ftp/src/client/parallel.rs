@@ -211,7 +211,7 @@ fn get_into(
     // is settled on.
     let auto = streams == super::AUTO_STREAMS;
     let mut n = if auto { chooser::FIRST } else { streams };
-    let mut chooser = Chooser::new();
+    let chooser = std::sync::Mutex::new(Chooser::new());
     let mut settled = !auto;
     extended_mode(&mut session, n, observer)?;
     let checksum = start_checksum(&session, options, observer);
@@ -258,7 +258,7 @@ fn get_into(
         } else {
             return Err(session.remote_error("RETR", path, &reply));
         };
-        let phase = Phase::new((!settled).then_some(trial), &moved);
+        let phase = Phase::new((!settled).then_some(trial), n, &moved, &chooser);
         let incoming = Incoming {
             listener,
             peer: server.ip(),
@@ -293,11 +293,13 @@ fn get_into(
             first = received.first;
             started = received.started;
         }
-        let ended_trial =
-            matches!(result, Err(Failure::Stopped)) && signals::caught().is_none() && phase.ended();
-        if !ended_trial {
+        settled |= phase.settled_here();
+        let decision = phase
+            .ended()
+            .filter(|_| matches!(result, Err(Failure::Stopped)) && signals::caught().is_none());
+        let Some(decision) = decision else {
             break (result, early, plan);
-        }
+        };
         // The trial ends with its control connection, which every server
         // takes as the end of the transfer (an ABOR is answered in as many
         // ways as there are servers); the next trial logs in again.
@@ -307,16 +309,20 @@ fn get_into(
             &mut session,
             Session::open(url, options, observer)?,
         ));
-        n = match chooser.measured(n, phase.goodput_bps(&moved)) {
+        n = match decision {
             Choice::Try(next) => next,
             Choice::Settle(chosen) => {
                 settled = true;
                 chosen
             }
         };
+        let trials = chooser
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         observer.protocol(&format!(
             "-P auto: {} -> {n} streams{}",
-            chooser
+            trials
                 .trials()
                 .iter()
                 .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
@@ -365,6 +371,8 @@ fn get_into(
     report.resumed_bytes = held.total();
     report.tuning = tuned;
     report.stream_trials = chooser
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .trials()
         .iter()
         .map(|&(streams, goodput_bps)| super::StreamTrial {
@@ -406,26 +414,40 @@ fn control_rtt(session: &Session<TcpStream>) -> std::time::Duration {
         })
 }
 
-/// One trial of `-P auto`: it ends `length` after it starts; its goodput
-/// is counted over its second half (after slow start).
-struct Phase {
+/// One trial of `-P auto` with `streams` streams: `length` after it
+/// starts, its goodput over its second half (after slow start) goes to the
+/// chooser; the trial ends there unless the chooser keeps it going as it
+/// is.
+struct Phase<'a> {
     started: Instant,
     length: Option<std::time::Duration>,
+    streams: u32,
     start_bytes: u64,
     half: std::sync::Mutex<Option<(Instant, u64)>>,
+    chooser: &'a std::sync::Mutex<Chooser>,
+    decision: std::sync::Mutex<Option<Choice>>,
 }
 
-impl Phase {
-    fn new(length: Option<std::time::Duration>, moved: &AtomicU64) -> Phase {
+impl<'a> Phase<'a> {
+    fn new(
+        length: Option<std::time::Duration>,
+        streams: u32,
+        moved: &AtomicU64,
+        chooser: &'a std::sync::Mutex<Chooser>,
+    ) -> Phase<'a> {
         Phase {
             started: Instant::now(),
             length,
+            streams,
             start_bytes: moved.load(Ordering::Relaxed),
             half: std::sync::Mutex::new(None),
+            chooser,
+            decision: std::sync::Mutex::new(None),
         }
     }
 
-    /// Whether the trial's time is up; notes its half-way point.
+    /// Whether the trial ends now: at its length the chooser decides, once;
+    /// a decision to go on with these streams keeps it going to the end.
     fn over(&self, moved: &AtomicU64) -> bool {
         let Some(length) = self.length else {
             return false;
@@ -438,11 +460,39 @@ impl Phase {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             half.get_or_insert_with(|| (Instant::now(), moved.load(Ordering::Relaxed)));
         }
-        elapsed >= length
+        if elapsed < length {
+            return false;
+        }
+        let mut decision = self
+            .decision
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let choice = *decision.get_or_insert_with(|| {
+            let goodput = self.goodput_bps(moved);
+            self.chooser
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .measured(self.streams, goodput)
+        });
+        choice != Choice::Settle(self.streams)
     }
 
-    fn ended(&self) -> bool {
-        self.length.is_some_and(|l| self.started.elapsed() >= l)
+    fn decision(&self) -> Option<Choice> {
+        *self
+            .decision
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The chooser's decision, when it ended the trial.
+    fn ended(&self) -> Option<Choice> {
+        self.decision()
+            .filter(|c| *c != Choice::Settle(self.streams))
+    }
+
+    /// Whether the chooser settled on these streams (the trial went on).
+    fn settled_here(&self) -> bool {
+        self.decision() == Some(Choice::Settle(self.streams))
     }
 
     /// Goodput over the second half (the whole trial if it had none).
