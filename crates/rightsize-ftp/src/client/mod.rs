@@ -357,11 +357,16 @@ pub struct TuningReport {
 impl Report {
     /// Payload bits per second over [`Report::elapsed`].
     pub fn goodput_bps(&self) -> f64 {
-        let seconds = self.elapsed.as_secs_f64();
-        if seconds > 0.0 {
-            self.bytes as f64 * 8.0 / seconds
-        } else {
-            0.0
-        }
+        bits_per_second(self.bytes, self.elapsed)
+    }
+}
+
+/// `bytes` over `elapsed` in bits per second; 0 for no time.
+pub(crate) fn bits_per_second(bytes: u64, elapsed: Duration) -> f64 {
+    let seconds = elapsed.as_secs_f64();
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
     }
 }

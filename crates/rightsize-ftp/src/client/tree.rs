@@ -151,12 +151,7 @@ impl TreeReport {
 
     /// Payload bits per second over [`TreeReport::elapsed`].
     pub fn goodput_bps(&self) -> f64 {
-        let seconds = self.elapsed.as_secs_f64();
-        if seconds > 0.0 {
-            self.bytes as f64 * 8.0 / seconds
-        } else {
-            0.0
-        }
+        super::bits_per_second(self.bytes, self.elapsed)
     }
 }
 
@@ -465,6 +460,24 @@ fn refuse_directory(job: &FileJob) -> Result<(), ClientError> {
             path: job.local.clone(),
             source: std::io::ErrorKind::IsADirectory.into(),
         });
+    }
+    Ok(())
+}
+
+/// Sends `command` (a `RETR` or `STOR` of `path`), and with `algorithm`
+/// the `CKSM` of `path` after it: a pipeline's pair.
+fn ask(
+    session: &mut Session<TcpStream>,
+    command: Command,
+    path: &[u8],
+    algorithm: Option<rightsize_ftp_proto::checksum::Algorithm>,
+    forward: &mut Forward<'_>,
+) -> Result<(), ClientError> {
+    session.control.send(&command, forward)?;
+    if let Some(algorithm) = algorithm {
+        session
+            .control
+            .send(&super::session::cksm(algorithm, path)?, forward)?;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rightsize_ftp_proto::Command;
-use rightsize_ftp_proto::checksum::{self, Checksum};
+use rightsize_ftp_proto::checksum::Checksum;
 use rightsize_ftp_proto::command::ListArgs;
 use rightsize_ftp_proto::entries;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
@@ -40,7 +40,7 @@ use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::local::PartFile;
 use crate::client::parallel::final_reply;
-use crate::client::session::{Session, cksm};
+use crate::client::session::Session;
 use crate::client::{MAX_LISTING_BYTES, Observer, Options};
 
 /// Commands sent ahead of the replies read. The rightsize server holds 32
@@ -131,7 +131,13 @@ pub(super) fn run(
                             continue;
                         }
                     };
-                    let asked = ask_file(session, &job, algorithm, forward);
+                    let asked = super::ask(
+                        session,
+                        Command::Retr(arg(&job.remote, "path")?),
+                        &job.remote,
+                        algorithm,
+                        forward,
+                    );
                     (
                         InFlight::Get {
                             job,
@@ -343,24 +349,6 @@ fn receive_blocks(
 fn open_part(job: &FileJob) -> Result<PartFile, ClientError> {
     super::refuse_directory(job)?;
     PartFile::create(&job.local, false)
-}
-
-/// Sends `RETR`, and `CKSM` after it when verifying.
-fn ask_file(
-    session: &mut Session<TcpStream>,
-    job: &FileJob,
-    algorithm: Option<checksum::Algorithm>,
-    forward: &mut Forward<'_>,
-) -> Result<(), ClientError> {
-    session
-        .control
-        .send(&Command::Retr(arg(&job.remote, "path")?), forward)?;
-    if let Some(algorithm) = algorithm {
-        session
-            .control
-            .send(&cksm(algorithm, &job.remote)?, forward)?;
-    }
-    Ok(())
 }
 
 /// Reads the front file: its reply, its blocks, its `226` and checksum.

@@ -27,7 +27,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::Command;
-use rightsize_ftp_proto::checksum::{self, Checksum};
+use rightsize_ftp_proto::checksum::Checksum;
 use rightsize_ftp_proto::mode_e::{Blocks, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::{signals, socket};
@@ -41,7 +41,7 @@ use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::local::read_into;
 use crate::client::parallel::final_reply;
-use crate::client::session::{Session, cksm};
+use crate::client::session::Session;
 use crate::client::transfer::{open_upload, put_file};
 use crate::client::{Observer, Options};
 
@@ -344,7 +344,13 @@ fn push(
                     continue;
                 }
             };
-            if let Err(e) = ask(session, &job, algorithm, forward) {
+            if let Err(e) = super::ask(
+                session,
+                Command::Stor(arg(&job.remote, "path")?),
+                &job.remote,
+                algorithm,
+                forward,
+            ) {
                 give_back(window);
                 let mut q = queue.lock().unwrap_or_else(PoisonError::into_inner);
                 q.push_front(job);
@@ -377,24 +383,6 @@ fn push(
             }
         }
     }
-}
-
-/// Sends `STOR`, and `CKSM` after it when verifying.
-fn ask(
-    session: &mut Session<TcpStream>,
-    job: &FileJob,
-    algorithm: Option<checksum::Algorithm>,
-    forward: &mut Forward<'_>,
-) -> Result<(), ClientError> {
-    session
-        .control
-        .send(&Command::Stor(arg(&job.remote, "path")?), forward)?;
-    if let Some(algorithm) = algorithm {
-        session
-            .control
-            .send(&cksm(algorithm, &job.remote)?, forward)?;
-    }
-    Ok(())
 }
 
 /// The front file: its `150`, then its blocks over `streams` (kept open),
