@@ -207,6 +207,7 @@ fn summary_text(report: &TreeReport, direction: Direction) -> String {
 
 fn summary_json(report: &TreeReport, direction: Direction) -> serde_json::Value {
     json!({
+        "rightsize_version": env!("CARGO_PKG_VERSION"),
         "url": report.url,
         "direction": direction,
         "recursive": true,
