@@ -23,6 +23,27 @@ use super::{Observer, Options};
 /// The most bytes one directory's listing may take.
 pub const MAX_LISTING_BYTES: u64 = 256 << 20;
 
+/// `MLSD path`, or `LIST path` where the server has no `MLSD` (an empty
+/// path: the login directory).
+pub(crate) fn list_command(path: &[u8], mlsd: bool) -> Result<Command, ClientError> {
+    let path_arg = if path.is_empty() {
+        None
+    } else {
+        Some(arg(path, "path")?)
+    };
+    if mlsd {
+        return Ok(Command::Mlsd(path_arg));
+    }
+    ListArgs::new("", path_arg)
+        .map(Command::List)
+        .map_err(|e| ClientError::Tree {
+            why: format!(
+                "cannot list \"{}\" with LIST: {e}",
+                String::from_utf8_lossy(path)
+            ),
+        })
+}
+
 impl Session<TcpStream> {
     /// The entries of the directory `path` (empty: the login directory).
     pub(crate) fn list_dir(
@@ -31,22 +52,8 @@ impl Session<TcpStream> {
         options: &Options,
         observer: &mut dyn Observer,
     ) -> Result<Vec<Entry>, ClientError> {
-        let path_arg = if path.is_empty() {
-            None
-        } else {
-            Some(arg(path, "path")?)
-        };
         let mlsd = self.features.has("MLST");
-        let command = if mlsd {
-            Command::Mlsd(path_arg)
-        } else {
-            Command::List(ListArgs::new("", path_arg).map_err(|e| ClientError::Tree {
-                why: format!(
-                    "cannot list \"{}\" with LIST: {e}",
-                    String::from_utf8_lossy(path)
-                ),
-            })?)
-        };
+        let command = list_command(path, mlsd)?;
         let data = self.listing_bytes(&command, path, options, observer)?;
         let (entries, errors) = entries::parse_listing(&data, mlsd);
         for error in errors {

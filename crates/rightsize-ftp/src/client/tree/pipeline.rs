@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::checksum::Checksum;
-use rightsize_ftp_proto::command::ListArgs;
 use rightsize_ftp_proto::entries;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
 use rightsize_sys::{signals, socket};
@@ -38,6 +37,7 @@ use crate::blocks::{self, Failure, Incoming, WriteAt};
 use crate::client::control::arg;
 use crate::client::data;
 use crate::client::error::ClientError;
+use crate::client::listing::list_command;
 use crate::client::local::PartFile;
 use crate::client::parallel::final_reply;
 use crate::client::session::Session;
@@ -124,20 +124,17 @@ pub(super) fn run(
                     continue;
                 }
                 Item::Get(job) => {
-                    let part = match open_part(&job) {
-                        Ok(part) => part,
+                    let opened = open_part(&job).and_then(|part| {
+                        arg(&job.remote, "path").map(|path| (part, Command::Retr(path)))
+                    });
+                    let (part, retr) = match opened {
+                        Ok(opened) => opened,
                         Err(e) => {
                             forward.done(job, Err(super::chain(&e)));
                             continue;
                         }
                     };
-                    let asked = super::ask(
-                        session,
-                        Command::Retr(arg(&job.remote, "path")?),
-                        &job.remote,
-                        algorithm,
-                        forward,
-                    );
+                    let asked = super::ask(session, retr, &job.remote, algorithm, forward);
                     (
                         InFlight::Get {
                             job,
@@ -147,10 +144,19 @@ pub(super) fn run(
                         asked,
                     )
                 }
-                Item::List(dir) => {
-                    let asked = ask_list(session, &dir, mlsd, forward);
-                    (InFlight::List { dir, mlsd }, asked)
-                }
+                Item::List(dir) => match list_command(&dir.remote, mlsd) {
+                    Ok(command) => {
+                        let asked = session.control.send(&command, forward);
+                        (InFlight::List { dir, mlsd }, asked)
+                    }
+                    Err(e) => {
+                        let tx = forward.tx;
+                        work.listed(&dir, Err(super::chain(&e)), &mut |event| {
+                            let _ = tx.send(event);
+                        });
+                        continue;
+                    }
+                },
             };
             let (flight, asked) = sent;
             ahead += commands(&flight, per_file);
@@ -197,28 +203,6 @@ fn commands(flight: &InFlight, per_file: usize) -> usize {
         InFlight::Get { .. } => per_file,
         InFlight::List { .. } => 1,
     }
-}
-
-/// Sends `MLSD` (or `LIST` where the server has no `MLST`).
-fn ask_list(
-    session: &mut Session<TcpStream>,
-    dir: &Dir,
-    mlsd: bool,
-    forward: &mut Forward<'_>,
-) -> Result<(), ClientError> {
-    let path = if dir.remote.is_empty() {
-        None
-    } else {
-        Some(arg(&dir.remote, "path")?)
-    };
-    let command = if mlsd {
-        Command::Mlsd(path)
-    } else {
-        Command::List(ListArgs::new("", path).map_err(|e| ClientError::Tree {
-            why: format!("cannot list \"{}\" with LIST: {e}", dir.relative),
-        })?)
-    };
-    session.control.send(&command, forward)
 }
 
 /// A listing's bytes, as the blocks bring them.

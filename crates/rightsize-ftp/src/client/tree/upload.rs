@@ -337,20 +337,17 @@ fn push(
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop_front();
             let Some(job) = next else { break };
-            let (file, size) = match open_upload(&job.local) {
+            let opened = open_upload(&job.local).and_then(|(file, size)| {
+                arg(&job.remote, "path").map(|path| (file, size, Command::Stor(path)))
+            });
+            let (file, size, stor) = match opened {
                 Ok(opened) => opened,
                 Err(e) => {
                     forward.done(job, Err(chain(&e)));
                     continue;
                 }
             };
-            if let Err(e) = super::ask(
-                session,
-                Command::Stor(arg(&job.remote, "path")?),
-                &job.remote,
-                algorithm,
-                forward,
-            ) {
+            if let Err(e) = super::ask(session, stor, &job.remote, algorithm, forward) {
                 give_back(window);
                 let mut q = queue.lock().unwrap_or_else(PoisonError::into_inner);
                 q.push_front(job);
