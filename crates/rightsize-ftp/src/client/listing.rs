@@ -81,14 +81,7 @@ impl Session<TcpStream> {
             data::open_passive(&mut self.control, &request, options, observer)?
         };
         let verb = command.verb();
-        let reply = self.control.command(command, observer)?;
-        let early = if reply.is_preliminary() {
-            None
-        } else if reply.is_completion() {
-            Some(reply)
-        } else {
-            return Err(self.remote_error(verb, path, &reply));
-        };
+        let early = self.begin(command, path, observer)?;
         let server = self.control.server();
         let (stream, peer) = plan
             .pending
@@ -125,15 +118,7 @@ impl Session<TcpStream> {
             }
         }
         drop(stream);
-        let reply = match early {
-            Some(reply) => reply,
-            None => loop {
-                let reply = self.control.reply(verb, observer)?;
-                if !reply.is_preliminary() {
-                    break reply;
-                }
-            },
-        };
+        let reply = self.ending(verb, early, observer)?;
         if !reply.is_completion() {
             return Err(self.remote_error(verb, path, &reply));
         }

@@ -249,15 +249,7 @@ fn get_into(
         if got.total() > 0 {
             rest_ranges(&mut session, got, url, observer)?;
         }
-        let retr = Command::Retr(arg(path, "path")?);
-        let reply = session.control.command(&retr, observer)?;
-        let early = if reply.is_preliminary() {
-            None
-        } else if reply.is_completion() {
-            Some(reply)
-        } else {
-            return Err(session.remote_error("RETR", path, &reply));
-        };
+        let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
         let phase = Phase::new((!settled).then_some(trial), n, &moved, &chooser);
         let incoming = Incoming {
             listener,
@@ -337,11 +329,9 @@ fn get_into(
     if let Err(failure) = result {
         return Err(failed(failure, server, "RETR", url));
     }
-    if early.is_none() {
-        let reply = final_reply(&mut session, "RETR", observer)?;
-        if !reply.is_completion() {
-            return Err(session.remote_error("RETR", path, &reply));
-        }
+    let reply = session.ending("RETR", early, observer)?;
+    if !reply.is_completion() {
+        return Err(session.remote_error("RETR", path, &reply));
     }
     let checksum = match (checksum, target) {
         (Some(mut c), Target::Part(part)) => {
@@ -620,7 +610,7 @@ pub(crate) fn put(
     if let Err(failure) = result {
         return Err(failed(failure, server, "STOR", url));
     }
-    let reply = final_reply(&mut session, "STOR", observer)?;
+    let reply = session.ending("STOR", None, observer)?;
     if !reply.is_completion() {
         return Err(session.remote_error("STOR", &path, &reply));
     }
@@ -667,21 +657,6 @@ pub(super) fn extended_mode(
         .control
         .expect_completion(&Command::Opts(OptsCommand::Other(opts)), observer)?;
     Ok(())
-}
-
-/// The reply that ends a transfer, after the markers a GridFTP server
-/// sends before it (`111 Range Marker`, `112-Perf Marker`).
-pub(super) fn final_reply(
-    session: &mut Session<TcpStream>,
-    verb: &str,
-    observer: &mut dyn Observer,
-) -> Result<rightsize_ftp_proto::Reply, ClientError> {
-    loop {
-        let reply = session.control.reply(verb, observer)?;
-        if !reply.is_preliminary() {
-            return Ok(reply);
-        }
-    }
 }
 
 fn hash_file(file: &mut File, checksum: &mut Checksum) -> io::Result<()> {

@@ -310,6 +310,46 @@ impl<S: Read + Write> Session<S> {
         })
     }
 
+    /// Sends a transfer's command (`RETR`, `STOR`, `MLSD`, `LIST`) and
+    /// reads its first reply: `None` when the transfer began (1yz), the
+    /// completion itself when the server answered at once; a refusal is the
+    /// error.
+    pub(crate) fn begin(
+        &mut self,
+        command: &Command,
+        path: &[u8],
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Reply>, ClientError> {
+        let reply = self.control.command(command, observer)?;
+        if reply.is_preliminary() {
+            Ok(None)
+        } else if reply.is_completion() {
+            Ok(Some(reply))
+        } else {
+            Err(self.remote_error(command.verb(), path, &reply))
+        }
+    }
+
+    /// The reply that ends a transfer: `early` if it came already, else
+    /// the next one after the 1yz markers a GridFTP server sends before it
+    /// (`111 Range Marker`, `112-Perf Marker`).
+    pub(crate) fn ending(
+        &mut self,
+        verb: &str,
+        early: Option<Reply>,
+        observer: &mut dyn Observer,
+    ) -> Result<Reply, ClientError> {
+        if let Some(reply) = early {
+            return Ok(reply);
+        }
+        loop {
+            let reply = self.control.reply(verb, observer)?;
+            if !reply.is_preliminary() {
+                return Ok(reply);
+            }
+        }
+    }
+
     /// The error for a failed `RETR`, `STOR` or `CKSM` of `path`.
     pub(crate) fn remote_error(
         &self,

@@ -549,14 +549,7 @@ pub(crate) fn open_data(
     };
     warn_clamps(&plan.applied, observer);
     let verb = command.verb();
-    let reply = session.control.command(command, observer)?;
-    let early_completion = if reply.is_preliminary() {
-        None
-    } else if reply.is_completion() {
-        Some(reply)
-    } else {
-        return Err(session.remote_error(verb, path, &reply));
-    };
+    let early_completion = session.begin(command, path, observer)?;
     let server = session.control.server();
     let (stream, peer) = plan
         .pending

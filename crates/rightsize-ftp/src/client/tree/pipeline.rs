@@ -39,8 +39,8 @@ use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::listing::list_command;
 use crate::client::local::PartFile;
-use crate::client::parallel::final_reply;
 use crate::client::session::Session;
+use crate::client::transfer::start_checksum;
 use crate::client::{MAX_LISTING_BYTES, Observer, Options};
 
 /// Commands sent ahead of the replies read. The rightsize server holds 32
@@ -94,14 +94,7 @@ pub(super) fn run(
             why: "the data connections could not be listened for",
         });
     };
-    let algorithm = if options.verify {
-        session.features.checksum()
-    } else {
-        None
-    };
-    if options.verify && algorithm.is_none() {
-        forward.warning(crate::client::NO_SERVER_CHECKSUM);
-    }
+    let algorithm = start_checksum(session, options, forward).map(|c| c.algorithm());
     let mlsd = session.features.has("MLST");
     let per_file = 1 + usize::from(algorithm.is_some());
     let mut window: VecDeque<InFlight> = VecDeque::new();
@@ -257,11 +250,8 @@ fn receive_list(
         work.listed(dir, Err(e.to_string()), &mut events);
         return Ok(Next::Broken(e));
     }
-    let last = if first.is_preliminary() {
-        final_reply(session, verb, forward)?
-    } else {
-        first
-    };
+    let early = Some(first).filter(|r| !r.is_preliminary());
+    let last = session.ending(verb, early, forward)?;
     if !last.is_completion() {
         let e = session.remote_error(verb, &dir.remote, &last);
         work.listed(dir, Err(e.to_string()), &mut events);
@@ -376,11 +366,8 @@ fn receive_file(
         }
     };
     forward.moved(bytes);
-    let last = if first.is_preliminary() {
-        final_reply(session, "RETR", forward)?
-    } else {
-        first
-    };
+    let early = Some(first).filter(|r| !r.is_preliminary());
+    let last = session.ending("RETR", early, forward)?;
     let checked = match checksum {
         Some(mut c) => {
             part.read_back(|piece| c.update(piece))?;

@@ -36,14 +36,13 @@ use super::pipeline::MAX_AHEAD;
 use super::work::{MAX_DEPTH, join_remote};
 use super::{Event, FileJob, Forward, TreeObserver, TreeReport, chain, collect, keeps_session};
 use crate::blocks::{self, BLOCK_BYTES, Failure};
+use crate::client::Options;
 use crate::client::control::arg;
 use crate::client::data;
 use crate::client::error::ClientError;
 use crate::client::local::read_into;
-use crate::client::parallel::final_reply;
 use crate::client::session::Session;
-use crate::client::transfer::{open_upload, put_file};
-use crate::client::{Observer, Options};
+use crate::client::transfer::{open_upload, put_file, start_checksum};
 
 /// Uploads the directory `dir`, and everything under it, to `url`: a URL
 /// ending in `/` gets the directory's name appended (as `put` does with a
@@ -314,14 +313,7 @@ fn push(
         let _ = stream.set_write_timeout(Some(options.idle_timeout));
         streams.push(stream);
     }
-    let algorithm = if options.verify {
-        session.features.checksum()
-    } else {
-        None
-    };
-    if options.verify && algorithm.is_none() {
-        forward.warning(crate::client::NO_SERVER_CHECKSUM);
-    }
+    let algorithm = start_checksum(session, options, forward).map(|c| c.algorithm());
     let per_file = 1 + usize::from(algorithm.is_some());
     let mut window: VecDeque<Asked> = VecDeque::new();
     let give_back = |window: VecDeque<Asked>| {
@@ -454,11 +446,8 @@ fn store(
             return Ok(false);
         }
     }
-    let last = if first.is_preliminary() {
-        final_reply(session, "STOR", forward)?
-    } else {
-        first
-    };
+    let early = Some(first).filter(|r| !r.is_preliminary());
+    let last = session.ending("STOR", early, forward)?;
     let checked = match local {
         Some((algorithm, local)) => {
             let reply = session.control.reply("CKSM", forward)?;
