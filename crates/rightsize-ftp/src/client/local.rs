@@ -70,8 +70,18 @@ pub fn kept_bytes(target: &Path) -> Option<u64> {
 
 impl PartFile {
     /// Opens `target`'s part file and locks it: emptied, or with `resume`
-    /// kept as it is, positioned at its end.
+    /// kept as it is, positioned at its end. A directory at `target` is
+    /// refused.
     pub(crate) fn create(target: &Path, resume: bool) -> Result<PartFile, ClientError> {
+        // A directory where the file goes is an error before any byte
+        // moves, not at the rename after the last one.
+        if target.is_dir() {
+            return Err(ClientError::Local {
+                op: "write the file (a directory holds its name)",
+                path: target.to_path_buf(),
+                source: io::ErrorKind::IsADirectory.into(),
+            });
+        }
         let temp = part_path(target);
         let local = |op, source| ClientError::Local {
             op,
@@ -323,6 +333,16 @@ fn stdout_error(source: io::Error) -> ClientError {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_where_the_file_goes_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("x");
+        std::fs::create_dir(&target).unwrap();
+        let e = PartFile::create(&target, false).unwrap_err();
+        assert!(e.to_string().contains("a directory holds its name"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn an_empty_or_discarded_part_file_leaves_nothing() {

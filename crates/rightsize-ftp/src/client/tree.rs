@@ -446,22 +446,8 @@ fn fetch(
     options: &Options,
     forward: &mut Forward<'_>,
 ) -> Result<super::Report, ClientError> {
-    refuse_directory(job)?;
     let sink = Sink::open(&job.local, options.resume)?;
     get_file(session, &job.remote, sink, job.size, options, forward)
-}
-
-/// A local directory where the file should go is the file's error, before
-/// any byte moves.
-fn refuse_directory(job: &FileJob) -> Result<(), ClientError> {
-    if job.local.is_dir() {
-        return Err(ClientError::Local {
-            op: "write the file (a directory holds its name)",
-            path: job.local.clone(),
-            source: std::io::ErrorKind::IsADirectory.into(),
-        });
-    }
-    Ok(())
 }
 
 /// Sends `command` (a `RETR` or `STOR` of `path`), and with `algorithm`

@@ -117,7 +117,7 @@ pub(super) fn run(
                     continue;
                 }
                 Item::Get(job) => {
-                    let opened = open_part(&job).and_then(|part| {
+                    let opened = PartFile::create(&job.local, false).and_then(|part| {
                         arg(&job.remote, "path").map(|path| (part, Command::Retr(path)))
                     });
                     let (part, retr) = match opened {
@@ -317,12 +317,6 @@ fn receive_blocks(
             why,
         }),
     }
-}
-
-/// The part file a pipelined file is written to, emptied.
-fn open_part(job: &FileJob) -> Result<PartFile, ClientError> {
-    super::refuse_directory(job)?;
-    PartFile::create(&job.local, false)
 }
 
 /// Reads the front file: its reply, its blocks, its `226` and checksum.
