@@ -35,8 +35,11 @@ use rightsize_lab::run::runner::{append_line, unix_seconds};
 use serde_json::{Value, json};
 
 use crate::emulated::Bench;
-use crate::procs::{Daemon, run_timed, wait_for};
-use rightsize_sys::netns::{LEFT_ADDR, VethPath};
+// The servers' ports: in the right host of an emulated path, in the
+// left one of the veth pair, as the `ftp` benchmark has them.
+use crate::ftp::{GRIDFTP_PORT, IPERF_PORT, RIGHTSIZE_PORT};
+use crate::procs::wait_for;
+use rightsize_sys::netns::VethPath;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
@@ -53,11 +56,6 @@ Defaults: --reps 3 --files 2000 --file-bytes 268435456 --mem-bytes 4294967296.
 --smoke: one repetition of 100 files, 16 MiB and 256 MiB, to check everything works (not
 judged).";
 
-/// The servers' control ports inside the right host (the left one on
-/// veth), and iperf3's.
-const RIGHTSIZE_PORT: u16 = 2121;
-const GRIDFTP_PORT: u16 = 2811;
-const IPERF_PORT: u16 = 5201;
 /// Each file of the tree.
 const TREE_FILE_BYTES: u64 = 64 * 1024;
 /// Directories the tree's files are spread over.
@@ -381,28 +379,7 @@ struct Measured {
 /// direction and bytes, alternating.
 fn veth(bench: &Bench, o: &Options, root: &Path) -> anyhow::Result<bool> {
     let path = VethPath::create("datasets")?;
-    let mut serve = Command::new("ip");
-    serve
-        .args(["netns", "exec", path.left.name()])
-        .arg(&bench.rightsize)
-        .args([
-            "serve",
-            "-q",
-            "--listen",
-            &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
-            "--root",
-        ])
-        .arg(root);
-    let mut serve = Daemon::start("rightsize serve", serve)?;
-    let mut iperf = path.left.command("iperf3");
-    iperf.args([
-        "-s",
-        "-B",
-        &LEFT_ADDR.to_string(),
-        "-p",
-        &IPERF_PORT.to_string(),
-    ]);
-    let _iperf = Daemon::start("iperf3 -s", iperf)?;
+    let (mut serve, _iperf) = crate::ftp::start_serve_and_iperf3(&bench.rightsize, &path, root)?;
     for port in [RIGHTSIZE_PORT, IPERF_PORT] {
         wait_for(&format!("port {port}"), Duration::from_secs(20), || {
             crate::ftp::port_open(&path, port)
@@ -417,31 +394,8 @@ fn veth(bench: &Bench, o: &Options, root: &Path) -> anyhow::Result<bool> {
     );
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for rep in 1..=o.reps {
-        let mut c = path.right.command("iperf3");
-        c.args(["-c", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string()])
-            .args(["-P", "4", "-R", "-J", "-n", &o.mem_bytes.to_string()]);
-        let out = run_timed("iperf3 -c -P 4 -R", c)?;
-        let json: Value = serde_json::from_slice(&out.output.stdout)?;
-        if let Some(error) = json["error"].as_str() {
-            bail!("iperf3 -c -P 4 -R: {error}");
-        }
-        let iperf_bps = json["end"]["sum_received"]["bits_per_second"]
-            .as_f64()
-            .context("iperf3 -J: no end.sum_received.bits_per_second")?;
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", path.right.name()])
-            .arg(&bench.rightsize)
-            .args(["get", "-P", "4", "-o", "/dev/null", "--json"])
-            .arg(format!(
-                "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}",
-                o.mem_bytes
-            ));
-        let out = run_timed("rightsize get -P 4", c)?;
-        let json: Value = serde_json::from_slice(&out.output.stdout)
-            .context("rightsize get --json printed no JSON")?;
-        let ours_bps = json["goodput_bps"]
-            .as_f64()
-            .context("rightsize get --json: no goodput_bps")?;
+        let (iperf_bps, ours_bps) =
+            crate::ftp::memory_to_memory(&bench.rightsize, &path, o.mem_bytes, 4)?;
         println!(
             "  rep {rep}: iperf3 -P 4 -R {:.2} Gbit/s  rightsize get -P 4 {:.2} Gbit/s",
             iperf_bps / 1e9,

@@ -24,10 +24,10 @@ Defaults: --runs 3 --mem-bytes 4294967296 --file-bytes 2147483648 --sessions 200
 --smoke: one short run of each (256 MiB) that checks everything works and does not judge the
 ratios (scripts/test runs it).";
 
-const RIGHTSIZE_PORT: u16 = 2121;
+pub const RIGHTSIZE_PORT: u16 = 2121;
 const VSFTPD_PORT: u16 = 2122;
-const GRIDFTP_PORT: u16 = 2811;
-const IPERF_PORT: u16 = 5201;
+pub const GRIDFTP_PORT: u16 = 2811;
+pub const IPERF_PORT: u16 = 5201;
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 struct Options {
@@ -107,26 +107,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     write_file(&file, o.file_bytes)?;
 
     let path = VethPath::create("bench")?;
-    let server = path.left.name().to_owned();
-    let mut rs = Command::new("ip");
-    rs.args(["netns", "exec", &server]).arg(&rightsize).args([
-        "serve",
-        "-q",
-        "--listen",
-        &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
-        "--root",
-    ]);
-    rs.arg(&root);
-    let mut rs = Daemon::start("rightsize serve", rs)?;
-    let mut iperf = path.left.command("iperf3");
-    iperf.args([
-        "-s",
-        "-B",
-        &LEFT_ADDR.to_string(),
-        "-p",
-        &IPERF_PORT.to_string(),
-    ]);
-    let _iperf = Daemon::start("iperf3 -s", iperf)?;
+    let (mut rs, _iperf) = start_serve_and_iperf3(&rightsize, &path, &root)?;
     let _vsftpd = start_vsftpd(&path, &dir.0, &root)?;
     let mut gridftp = path.left.command("globus-gridftp-server");
     gridftp.args([
@@ -164,45 +145,8 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     // 1. Memory to memory.
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for run in 1..=o.runs {
-        let mut c = path.right.command("iperf3");
-        c.args([
-            "-c",
-            &LEFT_ADDR.to_string(),
-            "-p",
-            &IPERF_PORT.to_string(),
-            "-R",
-            "-J",
-            "-n",
-            &o.mem_bytes.to_string(),
-        ]);
-        let out = run_timed("iperf3 -c -R", c)?;
-        let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)?;
-        if let Some(error) = json["error"].as_str() {
-            bail!("iperf3 -c -R: {error}");
-        }
-        let bps = json["end"]["sum_received"]["bits_per_second"]
-            .as_f64()
-            .context("iperf3 -J: no end.sum_received.bits_per_second")?;
+        let (bps, ours_bps) = memory_to_memory(&rightsize, &path, o.mem_bytes, 1)?;
         theirs.push(bps);
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", path.right.name()])
-            .arg(&rightsize)
-            .args([
-                "get",
-                &format!(
-                    "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{}",
-                    o.mem_bytes
-                ),
-                "-o",
-                "/dev/null",
-                "--json",
-            ]);
-        let out = run_timed("rightsize get", c)?;
-        let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)
-            .context("rightsize get --json printed no JSON")?;
-        let ours_bps = json["goodput_bps"]
-            .as_f64()
-            .context("rightsize get --json: no goodput_bps")?;
         ours.push(ours_bps);
         println!(
             "  memory run {run}: iperf3 -R {}  rightsize get {}",
@@ -279,6 +223,89 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         return Ok(true);
     }
     Ok(ok)
+}
+
+/// `rightsize serve` of `root` and `iperf3 -s` on the left host of `path`.
+pub fn start_serve_and_iperf3(
+    rightsize: &Path,
+    path: &VethPath,
+    root: &Path,
+) -> anyhow::Result<(Daemon, Daemon)> {
+    let mut rs = Command::new("ip");
+    rs.args(["netns", "exec", path.left.name()])
+        .arg(rightsize)
+        .args([
+            "serve",
+            "-q",
+            "--listen",
+            &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
+            "--root",
+        ])
+        .arg(root);
+    let rs = Daemon::start("rightsize serve", rs)?;
+    let mut iperf = path.left.command("iperf3");
+    iperf.args([
+        "-s",
+        "-B",
+        &LEFT_ADDR.to_string(),
+        "-p",
+        &IPERF_PORT.to_string(),
+    ]);
+    let iperf = Daemon::start("iperf3 -s", iperf)?;
+    Ok((rs, iperf))
+}
+
+/// One memory-to-memory pair from the right host of `path`: `iperf3 -c
+/// -R -n BYTES` (with `-P streams` past one), then `rightsize get` of the
+/// zero source to `/dev/null` (with `-P streams` past one); their received
+/// bits per second.
+pub fn memory_to_memory(
+    rightsize: &Path,
+    path: &VethPath,
+    bytes: u64,
+    streams: u32,
+) -> anyhow::Result<(f64, f64)> {
+    let parallel: Vec<String> = if streams > 1 {
+        vec!["-P".to_owned(), streams.to_string()]
+    } else {
+        Vec::new()
+    };
+    let label = |program: &str| {
+        if streams > 1 {
+            format!("{program} -P {streams}")
+        } else {
+            program.to_owned()
+        }
+    };
+    let mut c = path.right.command("iperf3");
+    c.args(["-c", &LEFT_ADDR.to_string(), "-p", &IPERF_PORT.to_string()])
+        .args(&parallel)
+        .args(["-R", "-J", "-n", &bytes.to_string()]);
+    let what = format!("{} -R", label("iperf3 -c"));
+    let out = run_timed(&what, c)?;
+    let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)?;
+    if let Some(error) = json["error"].as_str() {
+        bail!("{what}: {error}");
+    }
+    let iperf_bps = json["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .context("iperf3 -J: no end.sum_received.bits_per_second")?;
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", path.right.name()])
+        .arg(rightsize)
+        .arg("get")
+        .args(&parallel)
+        .arg(format!(
+            "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{bytes}"
+        ))
+        .args(["-o", "/dev/null", "--json"]);
+    let out = run_timed(&label("rightsize get"), c)?;
+    let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)
+        .context("rightsize get --json printed no JSON")?;
+    let ours_bps = json["goodput_bps"]
+        .as_f64()
+        .context("rightsize get --json: no goodput_bps")?;
+    Ok((iperf_bps, ours_bps))
 }
 
 fn verdict(ok: bool) -> &'static str {
