@@ -83,8 +83,6 @@ struct Conn {
     /// client's, for its next upload, or ours to its PORT address, for
     /// the next send there.
     cached: Cached,
-    /// The transfer running is a listing (it leaves `cached` alone).
-    listing: bool,
 }
 
 /// MODE E data connections kept open after a transfer.
@@ -142,7 +140,6 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         transfers: 0,
         responder: None,
         cached: Cached::None,
-        listing: false,
     };
     conn.shared.log(&format!("{peer}: connected"));
     if conn.act(vec![greeting]) {
@@ -317,9 +314,9 @@ impl Conn {
         // A listing goes over connections of its own, closed after it
         // (globus-url-copy -fast reads a listing only from new ones); the
         // kept ones wait for the next file.
-        self.listing = matches!(plan.kind, TransferKind::Listing(_));
+        let listing = matches!(plan.kind, TransferKind::Listing(_));
         let cached = match (std::mem::take(&mut self.cached), &endpoint) {
-            (kept, _) if self.listing => {
+            (kept, _) if listing => {
                 self.cached = kept;
                 Vec::new()
             }
@@ -364,7 +361,6 @@ impl Conn {
             .map_err(|e| TransferOutcome::LocalError(e.to_string()))?;
         let inbox = Arc::new(Mutex::new(None));
         let thread_inbox = Arc::clone(&inbox);
-        let listing = self.listing;
         let done = match &plan.kind {
             TransferKind::Retrieve { done, .. } => done.clone(),
             _ => rightsize_ftp_proto::mode_e::Ranges::new(),
@@ -548,13 +544,16 @@ impl Conn {
     }
 
     fn transfer_done(&mut self, mut report: Box<data::DataReport>) -> bool {
+        // A transfer that used the kept connections took them; one that
+        // keeps its own leaves them here (a listing keeps none, and left
+        // the others in place).
         let kept = std::mem::take(&mut report.kept);
-        self.cached = match (report.sent_to, kept.is_empty()) {
-            _ if std::mem::take(&mut self.listing) => std::mem::take(&mut self.cached),
-            (_, true) => Cached::None,
-            (Some(addr), false) => Cached::Sent(addr, kept),
-            (None, false) => Cached::Received(kept),
-        };
+        if !kept.is_empty() {
+            self.cached = match report.sent_to {
+                Some(addr) => Cached::Sent(addr, kept),
+                None => Cached::Received(kept),
+            };
+        }
         if let Some(running) = self.running.take() {
             let _ = running.thread.join();
         }
