@@ -10,6 +10,7 @@ use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::BufferRequest;
 use rightsize_sys::telemetry::Inbox;
 use rightsize_tune::driver::settings_actions;
+use rightsize_tune::streams::share::{Aggregate, Share};
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{
     Action, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec,
@@ -18,12 +19,31 @@ use rightsize_tune::{
 /// The tuner `spec` names, for this end of a data connection; the limits
 /// are the host's `/proc/sys` values as they are now.
 pub fn build(spec: &TunerSpec, role: Role, peer: Peer) -> Box<dyn Tuner> {
+    spec.build(context(role, peer))
+}
+
+/// This end of a data connection, with the host's limits as they are now.
+pub fn context(role: Role, peer: Peer) -> Context {
     let (host, _unreadable) = rightsize_sys::sysctl::read_host_settings();
-    spec.build(Context {
+    Context {
         role,
         limits: Limits::from_host(&host, None),
         peer,
-    })
+    }
+}
+
+/// The tuner of one stream of a download over several (MODE E): `auto`
+/// sizes the streams as one flow ([`rightsize_tune::streams::share`]),
+/// sharing `aggregate` with the transfer's other streams; any other tuner
+/// sizes each stream alone.
+pub fn build_stream(spec: &TunerSpec, aggregate: &Arc<Mutex<Aggregate>>) -> Box<dyn Tuner> {
+    match spec {
+        TunerSpec::Auto => Box::new(Share::new(
+            context(Role::Receiver, Peer::Other),
+            Arc::clone(aggregate),
+        )),
+        _ => build(spec, Role::Receiver, Peer::Other),
+    }
 }
 
 /// `base` (congestion control, force) with the buffers and clamp of

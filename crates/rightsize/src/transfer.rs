@@ -111,11 +111,12 @@ pub struct TransferArgs {
     pub resume: bool,
 
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
-    /// 64, or auto (get only): trials of 4, 8, 16 streams, each a few seconds of the file, until
-    /// doubling stops paying. The server must speak MODE E (rightsize serve,
-    /// globus-gridftp-server). A download gives each stream its own tuner (--tune, default auto),
-    /// so that together their windows follow the path's BDP; an upload's streams are the
-    /// kernel's, or --sndbuf. A download that fails keeps its part file and the byte ranges that
+    /// 64, or auto (get only): 8 streams, and 8 more if they leave the path without a queue and
+    /// doubling pays, added as a new control connection that takes half of what is left, without
+    /// stopping the transfer. The server must
+    /// speak MODE E (rightsize serve, globus-gridftp-server). With --tune auto (the default) a
+    /// download sizes its streams' buffers as one flow, so that together their windows follow the
+    /// path's BDP; an upload's streams are the kernel's, or --sndbuf. A download that fails keeps its part file and the byte ranges that
     /// arrived (.NAME.rightsize-part.ranges); -C -P sends them with REST and gets the rest.
     #[arg(short = 'P', long = "parallel", value_name = "N|auto", value_parser = parse_streams)]
     pub parallel: Option<u32>,

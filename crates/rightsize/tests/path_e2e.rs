@@ -452,3 +452,64 @@ fn ctrl_c_tears_the_path_down() {
     assert!(!namespaces.contains(id), "left behind: {namespaces}");
     assert!(!state.exists());
 }
+
+#[test]
+fn get_p_auto_adds_a_lane_where_eight_streams_leave_the_path_idle_and_the_file_arrives_whole() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap_or_else(|e| panic!("{e}"));
+    // 96 MiB: after the first trial (2 s) more than the 64 MiB a lane
+    // must lack to give half to a new one is left.
+    let data: Vec<u8> = (0..96u64 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("f.bin"), &data).unwrap_or_else(|e| panic!("{e}"));
+    let bin = env!("CARGO_BIN_EXE_rightsize");
+    // 0.5% loss each way holds each cubic stream to a few Mbit/s: eight
+    // leave the 100 Mbit/s path without a queue, so the chooser doubles.
+    let spec = write(
+        dir.path(),
+        "lossy.toml",
+        &format!(
+            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
+             [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             command = [\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\"]\n",
+            root.display()
+        ),
+    );
+    let out = dir.path().join("f.bin");
+    let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
+                sleep 0.05; done; exec \"$@\"";
+    let mut cmd = rightsize();
+    cmd.args(["path", "run"])
+        .arg(&spec)
+        .args([
+            "--", "bash", "-c", wait, "wait", bin, "get", "-P", "auto", "-v", "--json",
+        ])
+        .arg("ftp://right:2121/f.bin")
+        .arg("-o")
+        .arg(&out);
+    let output = run_ok(&mut cmd);
+    let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    assert!(
+        got == data,
+        "the bytes differ ({} of {})",
+        got.len(),
+        data.len()
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(summary["stream_trials"][0]["streams"], 8, "{summary}");
+    assert_eq!(summary["streams"], 16, "{summary}\n{stderr}");
+    assert_eq!(summary["bytes"], data.len() as u64, "{summary}");
+    // The new lane logged in and asked for the second half with REST.
+    assert!(stderr.contains("[lane 2] > REST 0-"), "{stderr}");
+    assert!(stderr.contains("part whole: closing"), "{stderr}");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.contains("rightsize-part"))
+        .collect();
+    assert!(names.is_empty(), "part files left: {names:?}");
+}

@@ -11,11 +11,10 @@
 //! part file and the byte ranges it holds (`local::ranges_path`); with
 //! `resume` they are sent as `REST 0-29,60-89` and only the rest comes (a
 //! part kept by a stream-mode download is the range from 0 to its length).
-//! A download gives each stream its own tuner (receiver alone), so that
-//! together their windows follow the path's BDP; an upload's streams are
-//! the kernel's. `-P auto` ([`super::AUTO_STREAMS`]) runs trials of more
-//! and more streams (`rightsize_tune::streams`), each a `RETR` of what is
-//! missing, ended by closing its control connection.
+//! A download's streams get the tuner's buffers; `auto` sizes them as one
+//! flow (`rightsize_tune::streams::share`), so that together their windows
+//! follow the path's BDP; an upload's streams are the kernel's. `-P auto`
+//! ([`super::AUTO_STREAMS`]) adds streams in lanes ([`lanes`]).
 
 use std::fs::File;
 use std::io;
@@ -33,9 +32,8 @@ use rightsize_ftp_proto::{Arg, Command, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
 use rightsize_sys::telemetry::{Monitor, Tuning};
-use rightsize_tune::streams::{self as chooser, Choice, Chooser};
-use rightsize_tune::{Peer, Role};
-use std::sync::Arc;
+use rightsize_tune::streams::share::Aggregate;
+use std::sync::{Arc, Mutex};
 
 use crate::tuning;
 
@@ -47,6 +45,8 @@ use super::session::Session;
 use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum};
 use super::{Direction, Observer, Options, Output, Report};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
+
+mod lanes;
 
 impl WriteAt for PartFile {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
@@ -200,139 +200,44 @@ fn get_into(
 ) -> Result<Report, ClientError> {
     let path = url.path();
     let held = got.clone();
+    let auto = streams == super::AUTO_STREAMS;
+    let n = if auto { lanes::LANE_STREAMS } else { streams };
     let mut session = Session::open(url, options, observer)?;
-    let size = session.size(path, observer)?;
+    let size = extended_setup(&mut session, Some(path), n, observer)?;
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
     };
-    // `-P auto`: trials of more and more streams, each a RETR of what is
-    // still missing, ended by closing its control connection, until one
-    // is settled on.
-    let auto = streams == super::AUTO_STREAMS;
-    let mut n = if auto { chooser::FIRST } else { streams };
-    let chooser = std::sync::Mutex::new(Chooser::new());
-    let mut settled = !auto;
-    extended_mode(&mut session, n, observer)?;
     let checksum = start_checksum(&session, options, observer);
-    // Each stream has its own tuner, reading its own TCP_INFO: each
-    // window follows that stream's share of the rate, so that together
-    // they follow the path's BDP, not N times it. The pre-handshake
-    // settings go on the listener, which the streams inherit.
-    let request = match &options.tune {
-        Some(spec) => tuning::request(
-            &options.buffers,
-            tuning::build(spec, Role::Receiver, Peer::Other)
-                .setup()
-                .pre_handshake,
-        ),
-        None => options.buffers.clone(),
-    };
-    let control = session.control.stream().try_clone().ok();
-    let trial = chooser::phase_length(control_rtt(&session));
-    let mut monitors: Vec<Monitor> = Vec::new();
-    // The trial whose streams held the most buffer, for the report.
-    let mut busiest: Option<super::TuningReport> = None;
+    let hooks = Hooks::new(options, &session);
     let server = session.control.server();
-    let moved = AtomicU64::new(0);
-    let mut first: Option<TcpStream> = None;
-    let mut started: Option<Instant> = None;
-    let (result, early, plan) = loop {
-        // A listener for each trial: connections of the last one that
-        // were still waiting in its backlog die with it.
-        let plan = data::open_active(&mut session.control, &session.features, &request, observer)?;
-        let data::Pending::Listening(listener, _) = &plan.pending else {
-            return Err(ClientError::Parallel {
-                why: "the data connections could not be listened for",
-            });
-        };
-        if got.total() > 0 {
-            rest_ranges(&mut session, got, url, observer)?;
+    // `-P auto` moves the file in chunks over lanes of streams, and adds
+    // lanes while that pays; without the size there are no chunks, and it
+    // stays with one lane's streams.
+    let ran = match size {
+        Some(size) if auto => {
+            lanes::run(session, url, options, size, got, target, &hooks, observer)
         }
-        let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
-        let phase = Phase::new((!settled).then_some(trial), n, &moved, &chooser);
-        let incoming = Incoming {
-            listener,
-            peer: server.ip(),
-            cached: Vec::new(),
-            connect_timeout: options.connect_timeout,
-            idle_timeout: options.idle_timeout,
-        };
-        let (result, received) = blocks::receive(
-            incoming,
-            Assembly::new(size, got.clone()),
-            Some(target as &mut dyn WriteAt),
-            &moved,
-            &|| signals::caught().is_some() || phase.over(&moved),
-            &mut |stream| {
-                let _ = socket::apply(stream.as_fd(), &request);
-                let spec = options.tune.as_ref()?;
-                let own = Arc::new(AtomicU64::new(0));
-                let tuning = Tuning {
-                    tuner: tuning::build(spec, Role::Receiver, Peer::Other),
-                    control: control.as_ref().and_then(|c| c.try_clone().ok()),
-                    to_peer: None,
-                    report_info: false,
-                };
-                let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
-                monitors.push(monitor);
-                Some(own)
-            },
-            &mut |_| {},
-        );
-        *got = received.ranges.clone();
-        if first.is_none() {
-            first = received.first;
-            started = received.started;
-        }
-        settled |= phase.settled_here();
-        let decision = phase
-            .ended()
-            .filter(|_| matches!(result, Err(Failure::Stopped)) && signals::caught().is_none());
-        let Some(decision) = decision else {
-            break (result, early, plan);
-        };
-        // The trial ends with its control connection, which every server
-        // takes as the end of the transfer (an ABOR is answered in as many
-        // ways as there are servers); the next trial logs in again.
-        drop(plan);
-        busiest = busier(busiest, streams_tuning(std::mem::take(&mut monitors)));
-        drop(std::mem::replace(
-            &mut session,
-            Session::open(url, options, observer)?,
-        ));
-        n = match decision {
-            Choice::Try(next) => next,
-            Choice::Settle(chosen) => {
-                settled = true;
-                chosen
-            }
-        };
-        let trials = chooser
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        observer.protocol(&format!(
-            "-P auto: {} -> {n} streams{}",
-            trials
-                .trials()
-                .iter()
-                .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if settled { " (settled)" } else { "" }
-        ));
-        extended_mode(&mut session, n, observer)?;
-    };
-    let tuned = busier(busiest, streams_tuning(monitors));
+        _ => one_retr(
+            session,
+            url,
+            options,
+            (size, n),
+            got,
+            target,
+            &hooks,
+            observer,
+        ),
+    }?;
+    let Ran {
+        session,
+        plan,
+        first,
+        started,
+        streams,
+        trials,
+    } = ran;
     let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
-    if let Err(failure) = result {
-        return Err(failed(failure, server, "RETR", url));
-    }
-    let reply = session.ending("RETR", early, observer)?;
-    if !reply.is_completion() {
-        return Err(session.remote_error("RETR", path, &reply));
-    }
     let checksum = match (checksum, target) {
         (Some(mut c), Target::Part(part)) => {
             part.read_back(|piece| c.update(piece))?;
@@ -345,25 +250,40 @@ fn get_into(
         }
         (None, _) => None,
     };
-    let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
-    session.quit(observer);
-    let bytes = moved.load(Ordering::Relaxed);
+    // Lanes that all ended by closing leave no control connection: one is
+    // opened for the checksum.
+    let checksum = match (session, checksum.is_some() || options.verify) {
+        (Some(mut session), _) => {
+            let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
+            session.quit(observer);
+            checksum
+        }
+        (None, true) => {
+            let mut session = Session::open(url, options, observer)?;
+            let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
+            session.quit(observer);
+            checksum
+        }
+        (None, false) => None,
+    };
     let mut report = report(
         url,
         Direction::Get,
-        (plan.mode, plan.applied, request),
+        (plan.0, plan.1, hooks.request.clone()),
         first.as_ref(),
-        (bytes, elapsed, size, n),
+        (
+            got.total().saturating_sub(held.total()),
+            elapsed,
+            size,
+            streams,
+        ),
         server,
         sbuf,
         checksum,
     );
     report.resumed_bytes = held.total();
-    report.tuning = tuned;
-    report.stream_trials = chooser
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .trials()
+    report.tuning = streams_tuning(hooks.finish());
+    report.stream_trials = trials
         .iter()
         .map(|&(streams, goodput_bps)| super::StreamTrial {
             streams,
@@ -371,6 +291,202 @@ fn get_into(
         })
         .collect();
     Ok(report)
+}
+
+/// What a download's streams moved, and where its end goes on.
+struct Ran {
+    /// A control connection still logged in, for the checksum and `QUIT`.
+    session: Option<Session<TcpStream>>,
+    /// How the data connections were made, and the buffers they got.
+    plan: (DataMode, socket::Applied),
+    first: Option<TcpStream>,
+    started: Option<Instant>,
+    /// Streams at the end.
+    streams: u32,
+    /// `-P auto`'s trials: streams and goodput.
+    trials: Vec<(u32, f64)>,
+}
+
+/// The whole download (what `got` lacks) as one `RETR` over `streams`
+/// streams: `-P N`.
+#[allow(clippy::too_many_arguments)]
+fn one_retr(
+    mut session: Session<TcpStream>,
+    url: &FtpUrl,
+    options: &Options,
+    (size, streams): (Option<u64>, u32),
+    got: &mut Ranges,
+    target: &mut Target<'_>,
+    hooks: &Hooks,
+    observer: &mut dyn Observer,
+) -> Result<Ran, ClientError> {
+    let path = url.path();
+    let server = session.control.server();
+    let plan = data::open_active(
+        &mut session.control,
+        &session.features,
+        &hooks.request,
+        observer,
+    )?;
+    let data::Pending::Listening(listener, _) = &plan.pending else {
+        return Err(ClientError::Parallel {
+            why: "the data connections could not be listened for",
+        });
+    };
+    if got.total() > 0 {
+        rest_ranges(&mut session, got, url, observer)?;
+    }
+    let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
+    let incoming = Incoming {
+        listener,
+        peer: server.ip(),
+        cached: Vec::new(),
+        connect_timeout: options.connect_timeout,
+        idle_timeout: options.idle_timeout,
+    };
+    let assembly = Assembly::new(size, got.clone());
+    let (result, received) = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            blocks::receive(
+                incoming,
+                assembly,
+                Some(target as &mut dyn WriteAt),
+                &hooks.moved,
+                &|| signals::caught().is_some(),
+                &mut |stream| hooks.connected(stream),
+                &mut |stream| hooks.first(stream),
+            )
+        });
+        hooks.watch(observer, size, &|| worker.is_finished());
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    *got = received.ranges.clone();
+    if let Err(failure) = result {
+        return Err(failed(failure, server, "RETR", url));
+    }
+    let reply = session.ending("RETR", early, observer)?;
+    if !reply.is_completion() {
+        return Err(session.remote_error("RETR", path, &reply));
+    }
+    Ok(Ran {
+        session: Some(session),
+        plan: (plan.mode, plan.applied),
+        first: received.first,
+        started: received.started,
+        streams,
+        trials: Vec::new(),
+    })
+}
+
+/// What every stream of a download gets, from whichever thread accepts it:
+/// the buffers requested, and with `--tune` a monitor whose tuner reads
+/// it (`auto`: the streams as one flow, [`Aggregate`]); and the count of
+/// bytes and the first stream, for the progress lines.
+pub(super) struct Hooks {
+    request: socket::BufferRequest,
+    tune: Option<rightsize_tune::TunerSpec>,
+    aggregate: Arc<Mutex<Aggregate>>,
+    control: Option<TcpStream>,
+    monitors: Mutex<Vec<Monitor>>,
+    first: Mutex<Option<(Instant, TcpStream)>>,
+    /// Payload bytes moved over all the streams.
+    pub(super) moved: AtomicU64,
+}
+
+impl Hooks {
+    fn new(options: &Options, session: &Session<TcpStream>) -> Hooks {
+        let aggregate = Arc::new(Mutex::new(Aggregate::new()));
+        // The pre-handshake settings go on the listener, which the streams
+        // inherit.
+        let request = match &options.tune {
+            Some(spec) => tuning::request(
+                &options.buffers,
+                tuning::build_stream(spec, &Arc::new(Mutex::new(Aggregate::new())))
+                    .setup()
+                    .pre_handshake,
+            ),
+            None => options.buffers.clone(),
+        };
+        Hooks {
+            request,
+            tune: options.tune,
+            aggregate,
+            control: session.control.stream().try_clone().ok(),
+            monitors: Mutex::new(Vec::new()),
+            first: Mutex::new(None),
+            moved: AtomicU64::new(0),
+        }
+    }
+
+    /// A stream came: its buffers, and its tuner's monitor (whose byte
+    /// count it returns).
+    pub(super) fn connected(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
+        let _ = socket::apply(stream.as_fd(), &self.request);
+        let spec = self.tune.as_ref()?;
+        let own = Arc::new(AtomicU64::new(0));
+        let tuning = Tuning {
+            tuner: tuning::build_stream(spec, &self.aggregate),
+            control: self.control.as_ref().and_then(|c| c.try_clone().ok()),
+            to_peer: None,
+            report_info: false,
+        };
+        let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
+        lock(&self.monitors).push(monitor);
+        Some(own)
+    }
+
+    /// A transfer's first stream; the download's first is kept.
+    pub(super) fn first(&self, stream: &TcpStream) {
+        let mut first = lock(&self.first);
+        if first.is_none() {
+            *first = stream.try_clone().ok().map(|s| (Instant::now(), s));
+        }
+    }
+
+    /// Progress reports to `observer` (bytes over all the streams; the
+    /// first stream's `TCP_INFO`) every [`WATCH_EVERY`] until `done`.
+    pub(super) fn watch(
+        &self,
+        observer: &mut dyn Observer,
+        size: Option<u64>,
+        done: &dyn Fn() -> bool,
+    ) {
+        while !done() {
+            std::thread::sleep(WATCH_EVERY);
+            self.report(observer, size);
+        }
+    }
+
+    /// One progress report, once the first stream came.
+    pub(super) fn report(&self, observer: &mut dyn Observer, size: Option<u64>) {
+        let first = lock(&self.first);
+        if let Some((since, socket)) = first.as_ref() {
+            observer.progress(&super::Progress {
+                bytes: self.moved.load(Ordering::Relaxed),
+                elapsed: since.elapsed(),
+                expected_bytes: size,
+                server_info: None,
+                socket,
+            });
+        }
+    }
+
+    /// The streams' monitors, to stop.
+    fn finish(&self) -> Vec<Monitor> {
+        std::mem::take(&mut *lock(&self.monitors))
+    }
+}
+
+/// How often the progress of a download over several streams is told.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `mutex`'s value, even if a thread panicked holding it.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `REST` with the ranges held (GridFTP's restart in MODE E).
@@ -402,115 +518,6 @@ fn control_rtt(session: &Session<TcpStream>) -> std::time::Duration {
         .map_or(std::time::Duration::from_millis(100), |i| {
             std::time::Duration::from_micros(u64::from(i.rtt_us))
         })
-}
-
-/// One trial of `-P auto` with `streams` streams: `length` after it
-/// starts, its goodput over its second half (after slow start) goes to the
-/// chooser; the trial ends there unless the chooser keeps it going as it
-/// is.
-struct Phase<'a> {
-    started: Instant,
-    length: Option<std::time::Duration>,
-    streams: u32,
-    start_bytes: u64,
-    half: std::sync::Mutex<Option<(Instant, u64)>>,
-    chooser: &'a std::sync::Mutex<Chooser>,
-    decision: std::sync::Mutex<Option<Choice>>,
-}
-
-impl<'a> Phase<'a> {
-    fn new(
-        length: Option<std::time::Duration>,
-        streams: u32,
-        moved: &AtomicU64,
-        chooser: &'a std::sync::Mutex<Chooser>,
-    ) -> Phase<'a> {
-        Phase {
-            started: Instant::now(),
-            length,
-            streams,
-            start_bytes: moved.load(Ordering::Relaxed),
-            half: std::sync::Mutex::new(None),
-            chooser,
-            decision: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Whether the trial ends now: at its length the chooser decides, once;
-    /// a decision to go on with these streams keeps it going to the end.
-    fn over(&self, moved: &AtomicU64) -> bool {
-        let Some(length) = self.length else {
-            return false;
-        };
-        let elapsed = self.started.elapsed();
-        if elapsed >= length / 2 {
-            let mut half = self
-                .half
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            half.get_or_insert_with(|| (Instant::now(), moved.load(Ordering::Relaxed)));
-        }
-        if elapsed < length {
-            return false;
-        }
-        let mut decision = self
-            .decision
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let choice = *decision.get_or_insert_with(|| {
-            let goodput = self.goodput_bps(moved);
-            self.chooser
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .measured(self.streams, goodput)
-        });
-        choice != Choice::Settle(self.streams)
-    }
-
-    fn decision(&self) -> Option<Choice> {
-        *self
-            .decision
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The chooser's decision, when it ended the trial.
-    fn ended(&self) -> Option<Choice> {
-        self.decision()
-            .filter(|c| *c != Choice::Settle(self.streams))
-    }
-
-    /// Whether the chooser settled on these streams (the trial went on).
-    fn settled_here(&self) -> bool {
-        self.decision() == Some(Choice::Settle(self.streams))
-    }
-
-    /// Goodput over the second half (the whole trial if it had none).
-    fn goodput_bps(&self, moved: &AtomicU64) -> f64 {
-        let now = moved.load(Ordering::Relaxed);
-        let half = *self
-            .half
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (from, bytes) = half.unwrap_or((self.started, self.start_bytes));
-        let seconds = from.elapsed().as_secs_f64();
-        if seconds > 0.0 {
-            now.saturating_sub(bytes) as f64 * 8.0 / seconds
-        } else {
-            0.0
-        }
-    }
-}
-
-/// Of two trials' tuning, the one whose streams held the most.
-fn busier(
-    a: Option<super::TuningReport>,
-    b: Option<super::TuningReport>,
-) -> Option<super::TuningReport> {
-    match (a, b) {
-        (Some(a), Some(b)) if a.buffers.peak_rcvbuf_bytes > b.buffers.peak_rcvbuf_bytes => Some(a),
-        (a, b) => b.or(a),
-    }
 }
 
 /// The streams' tuners, stopped, as one report: buffers summed over the
@@ -636,14 +643,20 @@ pub(super) fn extended_mode(
     streams: u32,
     observer: &mut dyn Observer,
 ) -> Result<(), ClientError> {
-    let mode = Command::Mode(TransferMode::Extended);
-    let reply = session.control.command(&mode, observer)?;
-    if !reply.is_completion() {
-        return Err(ClientError::NoParallel {
-            server: session.control.server(),
-            reply: reply.to_string(),
-        });
-    }
+    extended_setup(session, None, streams, observer).map(|_| ())
+}
+
+/// `SIZE path` (when given), `MODE E` and `OPTS RETR Parallelism=N,N,N;`;
+/// the size, if the server told it. A server that lists `PARALLEL` in
+/// `FEAT` (a GridFTP server: they take pipelined commands, as
+/// `globus-url-copy -pp` sends them) gets the three in one flight, a round
+/// trip instead of three; none of them starts anything if another fails.
+fn extended_setup(
+    session: &mut Session<TcpStream>,
+    size_of: Option<&[u8]>,
+    streams: u32,
+    observer: &mut dyn Observer,
+) -> Result<Option<u64>, ClientError> {
     let opts = OptsOther::new(
         Token::from_bytes(b"RETR").map_err(|_| ClientError::Parallel {
             why: "the RETR options could not be written",
@@ -653,10 +666,50 @@ pub(super) fn extended_mode(
     .map_err(|_| ClientError::Parallel {
         why: "the RETR options could not be written",
     })?;
-    session
-        .control
-        .expect_completion(&Command::Opts(OptsCommand::Other(opts)), observer)?;
-    Ok(())
+    let mut commands = Vec::with_capacity(3);
+    if let Some(path) = size_of {
+        commands.push(Command::Size(arg(path, "path")?));
+    }
+    commands.push(Command::Mode(TransferMode::Extended));
+    commands.push(Command::Opts(OptsCommand::Other(opts)));
+    let replies = if session.features.has("PARALLEL") {
+        for command in &commands {
+            session.control.send(command, observer)?;
+        }
+        let mut replies = Vec::with_capacity(commands.len());
+        for command in &commands {
+            replies.push(session.control.reply(command.verb(), observer)?);
+        }
+        replies
+    } else {
+        let mut replies = Vec::with_capacity(commands.len());
+        for command in &commands {
+            let reply = session.control.command(command, observer)?;
+            let refused = matches!(command, Command::Mode(_)) && !reply.is_completion();
+            replies.push(reply);
+            if refused {
+                break;
+            }
+        }
+        replies
+    };
+    let mut size = None;
+    for (command, reply) in commands.iter().zip(&replies) {
+        match command {
+            Command::Size(_) => size = super::session::size_in(reply),
+            Command::Mode(_) if !reply.is_completion() => {
+                return Err(ClientError::NoParallel {
+                    server: session.control.server(),
+                    reply: reply.to_string(),
+                });
+            }
+            _ if !reply.is_completion() => {
+                return Err(session.control.refused(command, reply));
+            }
+            _ => {}
+        }
+    }
+    Ok(size)
 }
 
 fn hash_file(file: &mut File, checksum: &mut Checksum) -> io::Result<()> {

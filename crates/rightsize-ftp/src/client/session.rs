@@ -56,6 +56,13 @@ pub(crate) struct Session<S> {
     pub(crate) early_probes: Option<EarlyProbes>,
 }
 
+/// The size a `SIZE` reply gives (`213 N`), if it gives one.
+pub(crate) fn size_in(reply: &Reply) -> Option<u64> {
+    (reply.code() == 213)
+        .then(|| reply.text().trim().parse().ok())
+        .flatten()
+}
+
 /// Resolves the URL's host and opens the control connection.
 pub(crate) fn connect(
     url: &FtpUrl,
@@ -209,11 +216,7 @@ impl<S: Read + Write> Session<S> {
         let reply = self
             .control
             .command(&Command::Size(arg(path, "path")?), observer)?;
-        Ok(if reply.code() == 213 {
-            reply.text().trim().parse().ok()
-        } else {
-            None
-        })
+        Ok(size_in(&reply))
     }
 
     /// `REST offset` (RFC 3659 5): the next transfer starts there.
