@@ -712,7 +712,7 @@ fn globus_get_p_auto_tries_streams_and_the_file_arrives_whole() {
     let summary = json(&output);
     let trials = summary["stream_trials"].as_array().unwrap();
     assert!(!trials.is_empty(), "no trial: {summary}");
-    assert_eq!(trials[0]["streams"], 4);
+    assert_eq!(trials[0]["streams"], 8);
     assert_eq!(summary["bytes"], data.len() as u64);
     assert_eq!(names_in(out.path()), ["auto.bin"]);
     std::fs::remove_file(&remote).unwrap();
