@@ -211,9 +211,9 @@ fn get_into(
     let checksum = start_checksum(&session, options, observer);
     let hooks = Hooks::new(options, &session);
     let server = session.control.server();
-    // `-P auto` moves the file in chunks over lanes of streams, and adds
-    // lanes while that pays; without the size there are no chunks, and it
-    // stays with one lane's streams.
+    // `-P auto` moves the file over lanes of streams, each with a part of
+    // it, and adds lanes while that pays; without the size there are no
+    // parts, and it stays with one lane's streams.
     let ran = match size {
         Some(size) if auto => {
             lanes::run(session, url, options, size, got, target, &hooks, observer)
@@ -232,11 +232,10 @@ fn get_into(
     let Ran {
         session,
         plan,
-        first,
-        started,
         streams,
         trials,
     } = ran;
+    let (started, first) = hooks.take_first().unzip();
     let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
     let checksum = match (checksum, target) {
         (Some(mut c), Target::Part(part)) => {
@@ -252,19 +251,19 @@ fn get_into(
     };
     // Lanes that all ended by closing leave no control connection: one is
     // opened for the checksum.
-    let checksum = match (session, checksum.is_some() || options.verify) {
-        (Some(mut session), _) => {
+    let session = match session {
+        None if checksum.is_some() || options.verify => {
+            Some(Session::open(url, options, observer)?)
+        }
+        session => session,
+    };
+    let checksum = match session {
+        Some(mut session) => {
             let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
             session.quit(observer);
             checksum
         }
-        (None, true) => {
-            let mut session = Session::open(url, options, observer)?;
-            let checksum = finish_checksum(&mut session, checksum, path, options.verify, observer)?;
-            session.quit(observer);
-            checksum
-        }
-        (None, false) => None,
+        None => None,
     };
     let mut report = report(
         url,
@@ -299,8 +298,6 @@ struct Ran {
     session: Option<Session<TcpStream>>,
     /// How the data connections were made, and the buffers they got.
     plan: (DataMode, socket::Applied),
-    first: Option<TcpStream>,
-    started: Option<Instant>,
     /// Streams at the end.
     streams: u32,
     /// `-P auto`'s trials: streams and goodput.
@@ -373,8 +370,6 @@ fn one_retr(
     Ok(Ran {
         session: Some(session),
         plan: (plan.mode, plan.applied),
-        first: received.first,
-        started: received.started,
         streams,
         trials: Vec::new(),
     })
@@ -399,7 +394,8 @@ impl Hooks {
     fn new(options: &Options, session: &Session<TcpStream>) -> Hooks {
         let aggregate = Arc::new(Mutex::new(Aggregate::new()));
         // The pre-handshake settings go on the listener, which the streams
-        // inherit.
+        // inherit. A stream's tuner joins the aggregate it is built with:
+        // the one read here for its settings joins one of its own.
         let request = match &options.tune {
             Some(spec) => tuning::request(
                 &options.buffers,
@@ -471,6 +467,11 @@ impl Hooks {
                 socket,
             });
         }
+    }
+
+    /// The download's first stream and when it came, once.
+    fn take_first(&self) -> Option<(Instant, TcpStream)> {
+        lock(&self.first).take()
     }
 
     /// The streams' monitors, to stop.

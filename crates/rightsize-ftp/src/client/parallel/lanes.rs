@@ -169,8 +169,6 @@ fn show(rx: &mpsc::Receiver<(bool, String)>, observer: &mut dyn Observer) {
 struct Ended {
     session: Option<Session<TcpStream>>,
     plan: (data::DataMode, rightsize_sys::socket::Applied),
-    first: Option<TcpStream>,
-    started: Option<Instant>,
 }
 
 /// Downloads what `got` lacks of the `size` bytes at `url` into `target`
@@ -351,8 +349,6 @@ pub(super) fn run(
     Ok(Ran {
         session,
         plan: first.plan,
-        first: first.first,
-        started: first.started,
         // The streams the chooser settled on (a lane that replaced one
         // that ended early does not add to them).
         streams: wanted * LANE_STREAMS,
@@ -400,8 +396,6 @@ fn lane(
         return Ok(Ended {
             session: Some(session),
             plan: (plan.mode, plan.applied),
-            first: None,
-            started: None,
         });
     }
     let held = outside(&lacking, shared.size);
@@ -421,7 +415,7 @@ fn lane(
     };
     let whole = || shared.whole(part.start, part.end.load(Ordering::SeqCst));
     let mut sink = Sink(shared);
-    let (result, received) = blocks::receive(
+    let (result, _) = blocks::receive(
         incoming,
         Assembly::new(Some(shared.size), held),
         Some(&mut sink as &mut dyn WriteAt),
@@ -450,8 +444,6 @@ fn lane(
     Ok(Ended {
         session,
         plan: plan_made,
-        first: received.first,
-        started: received.started,
     })
 }
 
