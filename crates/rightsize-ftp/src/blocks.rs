@@ -237,9 +237,9 @@ struct Shared<'a> {
 }
 
 /// Receives a transfer into `sink` (`None` discards) with `assembly`'s
-/// expectations, over `incoming`; `on_connect` sees each new connection
-/// (to set its buffers, to start its tuner; it may give a counter for
-/// that connection's own payload) and `on_first` the first one. Counts
+/// expectations, over `incoming`; `on_connect` sees each connection, kept
+/// or new (to set its buffers, to start its tuner; it may give a counter
+/// for that connection's own payload) and `on_first` the first one. Counts
 /// the payload in `moved`. Returns when the transfer is whole, failed or
 /// stopped.
 pub(crate) fn receive(
@@ -314,7 +314,8 @@ pub(crate) fn receive(
                 }));
             };
         for stream in cached {
-            spawn(stream, None, &mut received);
+            let own = on_connect(&stream);
+            spawn(stream, own, &mut received);
         }
         // Until the EODs the EOF announced are in, more connections may
         // come (GFD.20: one may still be opening when the others end).

@@ -2,15 +2,18 @@
 //! tuner (`--tune`): building it for this end with the kernel's limits read
 //! now, and turning its settings into a socket request.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
-use rightsize_sys::socket::BufferRequest;
-use rightsize_sys::telemetry::Inbox;
+use rightsize_sys::socket::{self, BufferRequest};
+use rightsize_sys::telemetry::{Inbox, Monitor, TunerSummary, Tuning};
 use rightsize_tune::driver::settings_actions;
 use rightsize_tune::streams::share::{Aggregate, Share};
+use rightsize_tune::telemetry::BufferSummary;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{
     Action, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec,
@@ -32,18 +35,138 @@ pub fn context(role: Role, peer: Peer) -> Context {
     }
 }
 
-/// The tuner of one stream of a download over several (MODE E): `auto`
-/// sizes the streams as one flow ([`rightsize_tune::streams::share`]),
-/// sharing `aggregate` with the transfer's other streams; any other tuner
-/// sizes each stream alone.
-pub fn build_stream(spec: &TunerSpec, aggregate: &Arc<Mutex<Aggregate>>) -> Box<dyn Tuner> {
+/// The tuners of the streams of one transfer over several (MODE E), at
+/// either end: `auto` sizes the streams as one flow
+/// ([`rightsize_tune::streams::share`]), every stream's tuner sharing one
+/// [`Aggregate`]; any other tuner sizes each stream alone. Each stream
+/// gets the buffers requested before its handshake (or right after, for
+/// an accepted one) and, with a tuner, a monitor until [`Self::finish`].
+#[derive(Debug)]
+pub struct StreamTuners {
+    request: BufferRequest,
+    spec: Option<TunerSpec>,
+    role: Role,
+    aggregate: Arc<Mutex<Aggregate>>,
+    control: Option<TcpStream>,
+    monitors: Mutex<Vec<Monitor>>,
+}
+
+/// What the streams' tuners found, summed over the streams.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamsTuned {
+    /// Each stream's peak and mean buffers, summed.
+    pub buffers: BufferSummary,
+    /// The tuner's name and last state (the first stream's), the
+    /// decisions summed.
+    pub tuner: Option<TunerSummary>,
+}
+
+impl StreamTuners {
+    /// This end's streams: `base` (the buffers and congestion control set
+    /// by hand) with what `spec`'s tuner sets before the handshake;
+    /// `control` (the control connection) gives the tuners an RTT.
+    pub fn new(
+        base: &BufferRequest,
+        spec: Option<TunerSpec>,
+        role: Role,
+        control: Option<TcpStream>,
+    ) -> StreamTuners {
+        let aggregate = Arc::new(Mutex::new(Aggregate::new()));
+        // A tuner joins the aggregate it is built with: the one read here
+        // for its settings joins one of its own.
+        let request = match &spec {
+            Some(spec) => request(
+                base,
+                stream_tuner(spec, role, &Arc::new(Mutex::new(Aggregate::new())))
+                    .setup()
+                    .pre_handshake,
+            ),
+            None => base.clone(),
+        };
+        StreamTuners {
+            request,
+            spec,
+            role,
+            aggregate,
+            control,
+            monitors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What every stream's socket gets before its handshake.
+    pub fn request(&self) -> &BufferRequest {
+        &self.request
+    }
+
+    /// A stream is up: its buffers (again, for an accepted one: a
+    /// listener's settings are not all inherited) and its tuner's monitor,
+    /// whose byte count it returns.
+    pub fn connected(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
+        let _ = socket::apply(stream.as_fd(), &self.request);
+        self.tune(stream)
+    }
+
+    /// Starts a stream's tuner (its buffers set already); the monitor's
+    /// byte count.
+    pub fn tune(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
+        let spec = self.spec.as_ref()?;
+        let own = Arc::new(AtomicU64::new(0));
+        let tuning = Tuning {
+            tuner: stream_tuner(spec, self.role, &self.aggregate),
+            control: self.control.as_ref().and_then(|c| c.try_clone().ok()),
+            to_peer: None,
+            report_info: false,
+        };
+        let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
+        lock(&self.monitors).push(monitor);
+        Some(own)
+    }
+
+    /// The share of the rounds since the last call in which the streams
+    /// kept a queue at the bottleneck ([`Aggregate::queued`]).
+    pub fn queued(&self) -> Option<f64> {
+        lock(&self.aggregate).queued()
+    }
+
+    /// Stops the streams' monitors; what they found, summed.
+    pub fn finish(&self) -> Option<StreamsTuned> {
+        let monitors = std::mem::take(&mut *lock(&self.monitors));
+        let mut summed: Option<StreamsTuned> = None;
+        for finished in monitors.into_iter().filter_map(|m| m.finish().ok()) {
+            let Some(sum) = summed.as_mut() else {
+                summed = Some(StreamsTuned {
+                    buffers: finished.buffers,
+                    tuner: finished.tuner,
+                });
+                continue;
+            };
+            let (b, f) = (&mut sum.buffers, &finished.buffers);
+            b.peak_rcvbuf_bytes += f.peak_rcvbuf_bytes;
+            b.peak_sndbuf_bytes += f.peak_sndbuf_bytes;
+            b.mean_rcvbuf_bytes += f.mean_rcvbuf_bytes;
+            b.mean_sndbuf_bytes += f.mean_sndbuf_bytes;
+            if let (Some(sum), Some(one)) = (sum.tuner.as_mut(), finished.tuner) {
+                sum.decisions += one.decisions;
+            }
+        }
+        summed
+    }
+}
+
+/// The tuner of one stream: `auto` shares `aggregate`, any other is alone.
+fn stream_tuner(spec: &TunerSpec, role: Role, aggregate: &Arc<Mutex<Aggregate>>) -> Box<dyn Tuner> {
     match spec {
         TunerSpec::Auto => Box::new(Share::new(
-            context(Role::Receiver, Peer::Other),
+            context(role, Peer::Other),
             Arc::clone(aggregate),
         )),
-        _ => build(spec, Role::Receiver, Peer::Other),
+        _ => build(spec, role, Peer::Other),
     }
+}
+
+/// `mutex`'s value, even if a thread panicked holding it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// `base` (congestion control, force) with the buffers and clamp of

@@ -115,8 +115,9 @@ pub struct TransferArgs {
     /// doubling pays, added as a new control connection that takes half of what is left, without
     /// stopping the transfer. The server must
     /// speak MODE E (rightsize serve, globus-gridftp-server). With --tune auto (the default) a
-    /// download sizes its streams' buffers as one flow, so that together their windows follow the
-    /// path's BDP; an upload's streams are the kernel's, or --sndbuf. A download that fails keeps its part file and the byte ranges that
+    /// transfer sizes its streams' buffers as one flow (a download their receive buffers, an upload
+    /// their send buffers), so that together their windows follow the path's BDP. A download that
+    /// fails keeps its part file and the byte ranges that
     /// arrived (.NAME.rightsize-part.ranges); -C -P sends them with REST and gets the rest.
     #[arg(short = 'P', long = "parallel", value_name = "N|auto", value_parser = parse_streams)]
     pub parallel: Option<u32>,

@@ -310,6 +310,65 @@ fn rightsize_get_and_put_over_four_streams_verified() {
 }
 
 #[test]
+fn every_mode_e_stream_of_both_ends_is_tuned_as_one_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let log = dir.path().join("serve.log");
+    let serve = Serve::start_logged(&root, &[], &log);
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let get = run(&[
+        "get",
+        &serve.url("/.rightsize/zero/1G"),
+        "-P",
+        "4",
+        "-o",
+        "/dev/null",
+        "--json",
+    ]);
+    let sparse = dir.path().join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(512 << 20)
+        .unwrap();
+    let put = run(&[
+        "put",
+        "-P",
+        "4",
+        sparse.to_str().unwrap(),
+        &serve.url("/.rightsize/null/z"),
+        "--json",
+    ]);
+    drop(serve);
+    // Both clients' streams: auto's shared window, buffers summed.
+    for summary in [&get, &put] {
+        assert_eq!(summary["streams"], 4, "{summary}");
+        let tuner = &summary["tuning"]["tuner"];
+        assert_eq!(tuner["name"], "auto", "{summary}");
+        assert_eq!(tuner["state"], "shared", "{summary}");
+        assert!(tuner["decisions"].as_u64().unwrap() > 0, "{summary}");
+    }
+    // The server's: its send buffers for the RETR, its receive buffers for
+    // the STOR.
+    let log = std::fs::read_to_string(&log).unwrap();
+    for verb in ["RETR /.rightsize/zero/1G", "STOR /.rightsize/null/z"] {
+        let line = log
+            .lines()
+            .find(|l| l.contains(verb))
+            .unwrap_or_else(|| panic!("no {verb} in the log:\n{log}"));
+        assert!(line.contains("tune auto ended shared after"), "{line}");
+        assert!(!line.contains("after 0 decisions"), "{line}");
+    }
+}
+
+#[test]
 fn put_continue_sends_only_what_the_server_lacks_and_verifies_the_whole_file() {
     let f = Fixture::new();
     let content = random_bytes(3 << 20, 13);

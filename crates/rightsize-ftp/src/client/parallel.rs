@@ -11,9 +11,10 @@
 //! part file and the byte ranges it holds (`local::ranges_path`); with
 //! `resume` they are sent as `REST 0-29,60-89` and only the rest comes (a
 //! part kept by a stream-mode download is the range from 0 to its length).
-//! A download's streams get the tuner's buffers; `auto` sizes them as one
-//! flow (`rightsize_tune::streams::share`), so that together their windows
-//! follow the path's BDP; an upload's streams are the kernel's. `-P auto`
+//! Every stream gets the tuner's buffers ([`StreamTuners`]); `auto` sizes
+//! them as one flow (`rightsize_tune::streams::share`), so that together
+//! their windows follow the path's BDP: a download's receive buffers, an
+//! upload's send buffers. `-P auto`
 //! ([`super::AUTO_STREAMS`]) adds streams in lanes ([`lanes`]).
 
 use std::fs::File;
@@ -31,11 +32,10 @@ use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_ftp_proto::{Arg, Command, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
-use rightsize_sys::telemetry::{Monitor, Tuning};
-use rightsize_tune::streams::share::Aggregate;
+use rightsize_tune::Role;
 use std::sync::{Arc, Mutex};
 
-use crate::tuning;
+use crate::tuning::StreamTuners;
 
 use super::control::arg;
 use super::data::{self, DataMode};
@@ -268,7 +268,7 @@ fn get_into(
     let mut report = report(
         url,
         Direction::Get,
-        (plan.0, plan.1, hooks.request.clone()),
+        (plan.0, plan.1, hooks.tuners.request().clone()),
         first.as_ref(),
         (
             got.total().saturating_sub(held.total()),
@@ -281,7 +281,7 @@ fn get_into(
         checksum,
     );
     report.resumed_bytes = held.total();
-    report.tuning = streams_tuning(hooks.finish());
+    report.tuning = streams_tuning(&hooks.tuners);
     report.stream_trials = trials
         .iter()
         .map(|&(streams, goodput_bps)| super::StreamTrial {
@@ -322,7 +322,7 @@ fn one_retr(
     let plan = data::open_active(
         &mut session.control,
         &session.features,
-        &hooks.request,
+        hooks.tuners.request(),
         observer,
     )?;
     let data::Pending::Listening(listener, _) = &plan.pending else {
@@ -380,11 +380,7 @@ fn one_retr(
 /// it (`auto`: the streams as one flow, [`Aggregate`]); and the count of
 /// bytes and the first stream, for the progress lines.
 pub(super) struct Hooks {
-    request: socket::BufferRequest,
-    tune: Option<rightsize_tune::TunerSpec>,
-    aggregate: Arc<Mutex<Aggregate>>,
-    control: Option<TcpStream>,
-    monitors: Mutex<Vec<Monitor>>,
+    pub(super) tuners: StreamTuners,
     first: Mutex<Option<(Instant, TcpStream)>>,
     /// Payload bytes moved over all the streams.
     pub(super) moved: AtomicU64,
@@ -392,25 +388,13 @@ pub(super) struct Hooks {
 
 impl Hooks {
     fn new(options: &Options, session: &Session<TcpStream>) -> Hooks {
-        let aggregate = Arc::new(Mutex::new(Aggregate::new()));
-        // The pre-handshake settings go on the listener, which the streams
-        // inherit. A stream's tuner joins the aggregate it is built with:
-        // the one read here for its settings joins one of its own.
-        let request = match &options.tune {
-            Some(spec) => tuning::request(
-                &options.buffers,
-                tuning::build_stream(spec, &Arc::new(Mutex::new(Aggregate::new())))
-                    .setup()
-                    .pre_handshake,
-            ),
-            None => options.buffers.clone(),
-        };
         Hooks {
-            request,
-            tune: options.tune,
-            aggregate,
-            control: session.control.stream().try_clone().ok(),
-            monitors: Mutex::new(Vec::new()),
+            tuners: StreamTuners::new(
+                &options.buffers,
+                options.tune,
+                Role::Receiver,
+                session.control.stream().try_clone().ok(),
+            ),
             first: Mutex::new(None),
             moved: AtomicU64::new(0),
         }
@@ -419,18 +403,7 @@ impl Hooks {
     /// A stream came: its buffers, and its tuner's monitor (whose byte
     /// count it returns).
     pub(super) fn connected(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
-        let _ = socket::apply(stream.as_fd(), &self.request);
-        let spec = self.tune.as_ref()?;
-        let own = Arc::new(AtomicU64::new(0));
-        let tuning = Tuning {
-            tuner: tuning::build_stream(spec, &self.aggregate),
-            control: self.control.as_ref().and_then(|c| c.try_clone().ok()),
-            to_peer: None,
-            report_info: false,
-        };
-        let monitor = Monitor::start(stream, Arc::clone(&own), None, Some(tuning)).ok()?;
-        lock(&self.monitors).push(monitor);
-        Some(own)
+        self.tuners.connected(stream)
     }
 
     /// A transfer's first stream; the download's first is kept.
@@ -472,11 +445,6 @@ impl Hooks {
     /// The download's first stream and when it came, once.
     fn take_first(&self) -> Option<(Instant, TcpStream)> {
         lock(&self.first).take()
-    }
-
-    /// The streams' monitors, to stop.
-    fn finish(&self) -> Vec<Monitor> {
-        std::mem::take(&mut *lock(&self.monitors))
     }
 }
 
@@ -523,31 +491,16 @@ fn control_rtt(session: &Session<TcpStream>) -> std::time::Duration {
 
 /// The streams' tuners, stopped, as one report: buffers summed over the
 /// streams (each stream's peak and mean), decisions summed.
-fn streams_tuning(monitors: Vec<Monitor>) -> Option<super::TuningReport> {
-    let mut summed: Option<super::TuningReport> = None;
-    for finished in monitors.into_iter().filter_map(|m| m.finish().ok()) {
-        let Some(report) = summed.as_mut() else {
-            summed = Some(super::TuningReport {
-                buffers: finished.buffers,
-                tuner: finished.tuner,
-                extension: false,
-                sent_to_peer: 0,
-                received_from_peer: 0,
-                ignored: Vec::new(),
-                telemetry_error: None,
-            });
-            continue;
-        };
-        let (b, f) = (&mut report.buffers, &finished.buffers);
-        b.peak_rcvbuf_bytes += f.peak_rcvbuf_bytes;
-        b.peak_sndbuf_bytes += f.peak_sndbuf_bytes;
-        b.mean_rcvbuf_bytes += f.mean_rcvbuf_bytes;
-        b.mean_sndbuf_bytes += f.mean_sndbuf_bytes;
-        if let (Some(sum), Some(one)) = (report.tuner.as_mut(), finished.tuner) {
-            sum.decisions += one.decisions;
-        }
-    }
-    summed
+fn streams_tuning(tuners: &StreamTuners) -> Option<super::TuningReport> {
+    tuners.finish().map(|tuned| super::TuningReport {
+        buffers: tuned.buffers,
+        tuner: tuned.tuner,
+        extension: false,
+        sent_to_peer: 0,
+        received_from_peer: 0,
+        ignored: Vec::new(),
+        telemetry_error: None,
+    })
 }
 
 /// Uploads `local` to `url` over `streams` streams.
@@ -577,7 +530,14 @@ pub(crate) fn put(
         }
         None => None,
     };
-    let request = options.buffers.clone();
+    // The streams sized as one flow (`--tune auto`), as a download's are.
+    let tuners = StreamTuners::new(
+        &options.buffers,
+        options.tune,
+        Role::Sender,
+        session.control.stream().try_clone().ok(),
+    );
+    let request = tuners.request().clone();
     let (mode, port) = data::passive_port(&mut session.control, observer)?;
     let server = session.control.server();
     let addr = SocketAddr::new(server.ip(), port);
@@ -594,6 +554,7 @@ pub(crate) fn put(
             })?;
         let _ = stream.set_write_timeout(Some(options.idle_timeout));
         applied.get_or_insert(a);
+        tuners.connected(&stream);
         connections.push(stream);
     }
     // Connected before STOR, as RFC 959 asks of a passive data
@@ -615,6 +576,7 @@ pub(crate) fn put(
         false,
     );
     let elapsed = started.elapsed();
+    let tuned = streams_tuning(&tuners);
     if let Err(failure) = result {
         return Err(failed(failure, server, "STOR", url));
     }
@@ -635,6 +597,7 @@ pub(crate) fn put(
         checksum,
     );
     report.local_path = Some(local.to_path_buf());
+    report.tuning = tuned;
     Ok(report)
 }
 

@@ -31,7 +31,7 @@ use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{Peer, Role, Tuner};
 
-use crate::tuning;
+use crate::tuning::{self, StreamTuners};
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::extended;
@@ -303,18 +303,30 @@ impl Conn {
         let (request, tuner) =
             self.shared
                 .data_plan(plan.sbuf, self.host.inner().tune(), role, peer);
-        // A listing is too short to tune; MODE E's connections are not
-        // tuned yet.
-        let tuner = tuner
-            .filter(|_| !matches!(plan.kind, TransferKind::Listing(_)) && plan.extended.is_none());
+        let listing = matches!(plan.kind, TransferKind::Listing(_));
         let extended = plan.extended;
+        // MODE E's streams are tuned together (the same tuner, `auto` as
+        // one flow); a listing is too short to tune.
+        let spec = tuner
+            .is_some()
+            .then(|| {
+                self.host
+                    .inner()
+                    .tune()
+                    .or(self.shared.config.tune.as_ref())
+            })
+            .flatten()
+            .copied()
+            .filter(|_| !listing && extended.is_some());
+        let tuners = StreamTuners::new(&request, spec, role, self.control.try_clone().ok());
+        let request = tuners.request().clone();
+        let tuner = tuner.filter(|_| !listing && extended.is_none());
         // Kept connections serve the next MODE E transfer the same way
         // (an upload, or a send to the same address); others are closed.
         let sends = !matches!(plan.kind, TransferKind::Store { .. });
         // A listing goes over connections of its own, closed after it
         // (globus-url-copy -fast reads a listing only from new ones); the
         // kept ones wait for the next file.
-        let listing = matches!(plan.kind, TransferKind::Listing(_));
         let cached = match (std::mem::take(&mut self.cached), &endpoint) {
             (kept, _) if listing => {
                 self.cached = kept;
@@ -393,6 +405,7 @@ impl Conn {
                             cached,
                             keep: !listing,
                             done,
+                            tuners: &tuners,
                         },
                         source,
                         streams,
@@ -403,8 +416,11 @@ impl Conn {
                     ),
                     (Some(_), Endpoint::Passive(listener), Flow::Receive(sink)) => {
                         extended::receive(
-                            listener,
-                            cached,
+                            extended::Arriving {
+                                listener,
+                                cached,
+                                tuners: &tuners,
+                            },
                             sink,
                             &params,
                             &thread_abort,

@@ -31,6 +31,8 @@ use rightsize_sys::telemetry::Finished;
 use rightsize_sys::{poll, zero_copy};
 use rightsize_tune::write_size::WriteSize;
 
+use crate::tuning::StreamsTuned;
+
 use crate::writes::{self, CopyError, ZEROS};
 
 /// How often a waiting accept looks at the abort flag.
@@ -156,6 +158,9 @@ pub struct DataReport {
     pub final_buffers: Option<socket::BufferState>,
     /// What the connection's monitor found: peak buffers, the tuner's end.
     pub monitor: Option<Finished>,
+    /// Over several streams (MODE E): what their tuners found, summed
+    /// (it replaces the monitor's buffers and tuner).
+    pub streams: Option<StreamsTuned>,
     /// The data socket's `TCP_INFO` after the last byte (the `226` carries
     /// its summary to a rightsize client).
     pub final_tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
@@ -177,6 +182,7 @@ impl DataReport {
             elapsed: Duration::ZERO,
             final_buffers: None,
             monitor: None,
+            streams: None,
             final_tcp_info: None,
             kept: Vec::new(),
             sent_to: None,

@@ -17,9 +17,9 @@
 //! Guarantees: every socket is made by `rightsize_sys::socket` with the
 //! SBUF request applied before the handshake (accepted ones: right after),
 //! and a passive connection is accepted only from the control connection's
-//! peer; an [`AbortHandle`] stops the streams between blocks. The tuners do
-//! not run on these connections yet: the kernel sizes their buffers unless
-//! SBUF or the server's flags fix them.
+//! peer; an [`AbortHandle`] stops the streams between blocks. Every stream,
+//! kept or new, gets a tuner from the transfer's [`StreamTuners`] (`auto`:
+//! the streams sized as one flow); the report sums their buffers.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -34,6 +34,7 @@ use rightsize_sys::socket;
 
 use super::data::{AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
+use crate::tuning::StreamTuners;
 
 impl WriteAt for Box<dyn StoreTarget> {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
@@ -41,9 +42,9 @@ impl WriteAt for Box<dyn StoreTarget> {
     }
 }
 
-/// Where a send goes, over which connections.
+/// Where a send goes, over which connections, tuned by what.
 #[derive(Debug)]
-pub struct Outgoing {
+pub struct Outgoing<'a> {
     /// The client's PORT/EPRT address.
     pub addr: SocketAddr,
     /// Connections to `addr` kept open by the last send there.
@@ -52,12 +53,25 @@ pub struct Outgoing {
     pub keep: bool,
     /// Byte ranges the client has already (`REST` with ranges): not sent.
     pub done: Ranges,
+    /// The streams' tuners.
+    pub tuners: &'a StreamTuners,
+}
+
+/// Where an upload comes from, tuned by what.
+#[derive(Debug)]
+pub struct Arriving<'a> {
+    /// The passive listener.
+    pub listener: TcpListener,
+    /// The connections the client kept open after its last upload.
+    pub cached: Vec<TcpStream>,
+    /// The streams' tuners.
+    pub tuners: &'a StreamTuners,
 }
 
 /// Sends `source` (a file positioned at its REST offset, the zero source,
 /// or a listing) in blocks over `streams` connections to `addr`, `cached`
-/// ones (kept by the last send to `addr`) first. `on_connect` sees the
-/// first connection. Blocks until every connection ended; with `keep`,
+/// ones (kept by the last send to `addr`) first, each tuned by `tuners`.
+/// `on_connect` sees the first connection. Blocks until every connection ended; with `keep`,
 /// the report's `kept` holds them, open, else they are closed.
 pub fn run(
     Outgoing {
@@ -65,7 +79,8 @@ pub fn run(
         cached,
         keep,
         done: already,
-    }: Outgoing,
+        tuners,
+    }: Outgoing<'_>,
     source: Source,
     streams: u32,
     params: &DataParams,
@@ -102,6 +117,9 @@ pub fn run(
     let Some(first) = connections.first() else {
         return report;
     };
+    for connection in &connections {
+        tuners.tune(connection);
+    }
     report.peer = first.peer_addr().ok();
     abort.watch(first);
     on_connect(first);
@@ -118,6 +136,7 @@ pub fn run(
         keep,
     );
     finish(&mut report, observer, started.elapsed());
+    report.streams = tuners.finish();
     report.outcome = match result {
         Ok(kept) => {
             report.kept = kept;
@@ -140,14 +159,18 @@ fn still_open(stream: &TcpStream) -> bool {
     )
 }
 
-/// Receives an upload in blocks over `cached` (the connections the
-/// client kept open after its last upload) and the connections it opens
-/// to `listener`, into `sink`. `on_connect` sees the first connection.
-/// Blocks until the upload is whole or failed; the report's `kept` holds
-/// the connections that stay open for the client's next upload.
+/// Receives an upload in blocks over the connections the client kept
+/// open after its last upload and those it opens to the listener, each
+/// tuned by its tuners, into `sink`. `on_connect` sees the first
+/// connection. Blocks until the upload is whole or failed; the report's
+/// `kept` holds the connections that stay open for the client's next
+/// upload.
 pub fn receive(
-    listener: TcpListener,
-    cached: Vec<TcpStream>,
+    Arriving {
+        listener,
+        cached,
+        tuners,
+    }: Arriving<'_>,
     sink: Sink,
     params: &DataParams,
     abort: &AbortHandle,
@@ -177,7 +200,7 @@ pub fn receive(
             if let Ok(a) = socket::apply(stream.as_fd(), &params.request) {
                 applied.get_or_insert(a);
             }
-            None
+            tuners.tune(stream)
         },
         &mut |stream| {
             abort.watch(stream);
@@ -189,6 +212,7 @@ pub fn receive(
     report.peer = received.first.as_ref().and_then(|s| s.peer_addr().ok());
     let elapsed = received.started.map_or(Duration::ZERO, |s| s.elapsed());
     finish(&mut report, received.first, elapsed);
+    report.streams = tuners.finish();
     report.outcome = match result {
         Ok(assembly) => match target.map(StoreTarget::commit) {
             Some(Err(e)) => TransferOutcome::LocalError(e.to_string()),

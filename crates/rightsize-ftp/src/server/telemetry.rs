@@ -162,6 +162,16 @@ impl TransferLog {
             }
             None => None,
         };
+        // Several streams: their tuners' buffers, summed, and their tuner.
+        let finished = finished.map(|mut f| {
+            if let Some(streams) = &report.streams {
+                f.buffers = streams.buffers;
+                if streams.tuner.is_some() {
+                    f.tuner.clone_from(&streams.tuner);
+                }
+            }
+            f
+        });
         let secs = report.elapsed.as_secs_f64();
         let applied = report.applied.as_ref().map_or_else(String::new, |a| {
             let show = |b: &Option<rightsize_sys::socket::BufferApplied>| {

@@ -1,5 +1,5 @@
-//! The receive buffers of parallel streams sized as one flow: `auto` on a
-//! download over several streams (MODE E).
+//! The buffers of parallel streams sized as one flow: `auto` on a
+//! transfer over several streams (MODE E), at either end.
 //!
 //! A tuner per stream, each alone, reads the queue that the other streams
 //! build as its own and cuts its window, and the loss of another stream's
@@ -20,11 +20,20 @@
 //!   congestion window, not the path's capacity, and the window is then
 //!   what lets the others take up the share.
 //!
-//! Each stream's [`Share`] (a [`Tuner`]) reports what arrived (its
-//! `tcpi_data_segs_in` segments of `tcpi_rcv_mss` bytes: what the
-//! application reads comes in bursts when a hole is filled, faster than
-//! the path) and its RTT into the shared [`Aggregate`], and asks for its
-//! part of the window. The first
+//! Each stream's [`Share`] (a [`Tuner`]) reports what arrived and its RTT
+//! into the shared [`Aggregate`], and asks for its part of the window:
+//! - a receiver counts its `tcpi_data_segs_in` segments of `tcpi_rcv_mss`
+//!   bytes (what the application reads comes in bursts when a hole is
+//!   filled, faster than the path), reads its RTT in `tcpi_rcv_rtt`, and
+//!   sets `SO_RCVBUF`;
+//! - a sender counts its `tcpi_delivered` segments of `tcpi_snd_mss` bytes
+//!   (selectively acknowledged ones included, for the same reason), reads
+//!   its RTT in `tcpi_rtt`, and sets `SO_SNDBUF`: a send buffer of the
+//!   request holds about as much payload as a receive buffer advertises
+//!   (the kernel doubles both; about 0.8 of it is payload, measured by
+//!   `auto`'s sender), and a flow needs at most its window in flight.
+//!
+//! The first
 //! stream to join also keeps the aggregate's clock: its samples close the
 //! rounds (the streams' clocks start within a round trip of each other;
 //! one clock keeps the rounds' lengths true).
@@ -33,7 +42,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::units::Bytes;
-use crate::{Action, Context, Decision, Event, Inputs, Setup, Tuner};
+use crate::{Action, Context, Decision, Event, Inputs, Role, Setup, Tuner};
 
 /// While the summed goodput grows, the window is this many times the last
 /// round's bytes: slow start doubles a round, and the kernel lets the
@@ -60,6 +69,8 @@ pub const QUEUED: f64 = 0.1;
 pub const QUEUED_AT_LEAST: Duration = Duration::from_millis(1);
 /// Until a round was measured: an RTT for the rounds.
 const FIRST_RTT: Duration = Duration::from_millis(100);
+/// Linux stores twice a buffer request.
+const LINUX_DOUBLING: u64 = 2;
 /// How often a stream samples.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
@@ -212,6 +223,8 @@ impl Aggregate {
 pub struct Share {
     aggregate: Arc<Mutex<Aggregate>>,
     id: usize,
+    /// Which buffer it sizes, and from which counters.
+    role: Role,
     /// The request applied last.
     applied: Option<Bytes>,
     /// The largest request the kernel applies as given.
@@ -229,8 +242,19 @@ impl Share {
         Share {
             aggregate,
             id,
+            role: ctx.role,
             applied: None,
-            max: ctx.limits.rmem_max,
+            // A sender never asks for more than the kernel's own send
+            // autotuning reaches (it stores twice the request).
+            max: match ctx.role {
+                Role::Receiver => ctx.limits.rmem_max,
+                Role::Sender => Bytes(
+                    ctx.limits
+                        .wmem_max
+                        .0
+                        .min(ctx.limits.tcp_wmem_max.0 / LINUX_DOUBLING),
+                ),
+            },
             next: Duration::ZERO,
         }
     }
@@ -263,16 +287,22 @@ impl Tuner for Share {
         let micros = |us: u32| Some(Duration::from_micros(u64::from(us))).filter(|d| !d.is_zero());
         let info = sample.tcp_info.as_ref();
         // A receiver's RTT now is its `rcv_rtt` (from the timestamps the
-        // sender echoes); its least, `min_rtt` (the handshake's, at least).
-        let now = info.and_then(|i| micros(i.rcv_rtt_us));
+        // sender echoes), a sender's its smoothed RTT; the least is
+        // `min_rtt` (the handshake's, at least).
+        let now = info.and_then(|i| match self.role {
+            Role::Receiver => micros(i.rcv_rtt_us),
+            Role::Sender => micros(i.rtt_us),
+        });
         let least = info.and_then(|i| i.min_rtt_us.and_then(micros)).or(now);
         // What arrived, in order or not: bytes read by the application
-        // come in bursts when a hole is filled (a loss held the rest
-        // back), which would read as more than the path's rate.
-        let arrived = sample
-            .tcp_info
-            .as_ref()
-            .and_then(|i| Some(u64::from(i.data_segs_in?) * u64::from(i.rcv_mss_bytes)))
+        // (or acknowledged in order) come in bursts when a hole is filled
+        // (a loss held the rest back), which would read as more than the
+        // path's rate.
+        let arrived = info
+            .and_then(|i| match self.role {
+                Role::Receiver => Some(u64::from(i.data_segs_in?) * u64::from(i.rcv_mss_bytes)),
+                Role::Sender => Some(u64::from(i.delivered_segs?) * u64::from(i.snd_mss_bytes)),
+            })
             .filter(|&b| b > 0)
             .unwrap_or(sample.bytes);
         let mut aggregate = self
@@ -306,9 +336,13 @@ impl Tuner for Share {
             return round.map_or_else(Decision::none, |r| Decision::note("shared", reason(&r)));
         }
         self.applied = Some(share);
+        let action = match self.role {
+            Role::Receiver => Action::SetRcvBuf(share),
+            Role::Sender => Action::SetSndBuf(share),
+        };
         Decision::act(
             "shared",
-            vec![Action::SetRcvBuf(share)],
+            vec![action],
             share,
             round.as_ref().map_or_else(
                 || {

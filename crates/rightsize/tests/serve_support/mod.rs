@@ -24,12 +24,22 @@ pub struct Serve {
 impl Serve {
     /// Serves `root` on 127.0.0.1 on a free port, with `extra` flags.
     pub fn start(root: &Path, extra: &[&str]) -> Serve {
+        Serve::spawn(root, &[&["-q"], extra].concat(), Stdio::inherit())
+    }
+
+    /// As [`Serve::start`], with its log lines written to the file `log`.
+    pub fn start_logged(root: &Path, extra: &[&str], log: &Path) -> Serve {
+        let file = std::fs::File::create(log).unwrap();
+        Serve::spawn(root, extra, Stdio::from(file))
+    }
+
+    fn spawn(root: &Path, extra: &[&str], stderr: Stdio) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(["serve", "--listen", "127.0.0.1:0", "-q", "--root"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();

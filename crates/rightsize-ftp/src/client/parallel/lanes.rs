@@ -255,7 +255,7 @@ pub(super) fn run(
             if elapsed >= trial / 2 && half.is_none() {
                 half = Some((Instant::now(), moved));
                 // The queue is counted over the second half too.
-                let _ = lock(&hooks.aggregate).queued();
+                let _ = hooks.tuners.queued();
             }
             if elapsed < trial {
                 continue;
@@ -264,7 +264,7 @@ pub(super) fn run(
             let (from, bytes) = half.unwrap_or(trial_start);
             let seconds = from.elapsed().as_secs_f64().max(1e-3);
             let goodput = moved.saturating_sub(bytes) as f64 * 8.0 / seconds;
-            let queued = lock(&hooks.aggregate).queued();
+            let queued = hooks.tuners.queued();
             let decision = chooser.measured(streams, goodput, queued);
             let mut added = 0;
             // More streams only while what is left lasts two more trials:
@@ -375,7 +375,7 @@ fn lane(
     let plan = data::open_active(
         &mut session.control,
         &session.features,
-        &shared.hooks.request,
+        shared.hooks.tuners.request(),
         &mut relay,
     )?;
     let data::Pending::Listening(listener, _) = &plan.pending else {

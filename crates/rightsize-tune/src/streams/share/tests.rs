@@ -169,3 +169,52 @@ fn a_share_is_capped_at_what_the_kernel_applies() {
     let d = only.on_event(&sample(100, 1_000_000_000));
     assert_eq!(rcvbuf(&d), Some(32 << 20));
 }
+
+/// A sending stream's sample: `segs` segments of 1,448 bytes delivered
+/// (acknowledged, selectively or not) by `at_ms`, its smoothed RTT
+/// `rtt_ms`, least 100 ms.
+fn tx_sample(at_ms: u64, segs: u32, rtt_ms: u32) -> Event {
+    use crate::tcpinfo::TcpInfoSample;
+    Event::Sample(crate::Sample {
+        at: ms(at_ms),
+        bytes: 0,
+        tcp_info: Some(TcpInfoSample {
+            rtt_us: rtt_ms * 1000,
+            min_rtt_us: Some(100_000),
+            snd_mss_bytes: 1448,
+            delivered_segs: Some(segs),
+            ..TcpInfoSample::default()
+        }),
+        buffers: None,
+    })
+}
+
+#[test]
+fn a_sending_stream_counts_what_was_delivered_reads_its_smoothed_rtt_and_sizes_its_send_buffer() {
+    let aggregate = Arc::new(Mutex::new(Aggregate::new()));
+    let mut first = Share::new(ctx(Role::Sender, Peer::Other), Arc::clone(&aggregate));
+    let mut second = Share::new(ctx(Role::Sender, Peer::Other), Arc::clone(&aggregate));
+    assert!(first.on_event(&tx_sample(0, 0, 100)).actions.is_empty());
+    // 1,000 segments each in the round: 2.9 MB in 100 ms, a window of
+    // 1.5 x that, half a stream. The sender's RTT (130 ms, the smoothed
+    // one) is a queue: the first stream's sample closes the round.
+    second.on_event(&tx_sample(100, 1_000, 130));
+    let d = first.on_event(&tx_sample(100, 1_000, 130));
+    let want = (2_896_000.0 * 1.5 / 2.0) as u64;
+    assert_eq!(d.actions, vec![Action::SetSndBuf(Bytes(want))]);
+    assert_eq!(aggregate.lock().unwrap().queued(), Some(1.0));
+    assert_eq!(
+        second.on_event(&tx_sample(110, 1_000, 130)).actions,
+        vec![Action::SetSndBuf(Bytes(want))]
+    );
+}
+
+#[test]
+fn a_sending_stream_never_asks_for_more_than_the_kernels_send_autotuning_reaches() {
+    let aggregate = Arc::new(Mutex::new(Aggregate::new()));
+    let mut only = Share::new(ctx(Role::Sender, Peer::Other), Arc::clone(&aggregate));
+    only.on_event(&tx_sample(0, 0, 100));
+    // 1.4 GB in a round: tcp_wmem[2] is 4 MiB, stored as twice a request.
+    let d = only.on_event(&tx_sample(100, 1_000_000, 100));
+    assert_eq!(d.actions, vec![Action::SetSndBuf(Bytes(2 << 20))]);
+}
