@@ -195,16 +195,16 @@ fn a_sending_stream_counts_what_was_delivered_reads_its_smoothed_rtt_and_sizes_i
     let mut first = Share::new(ctx(Role::Sender, Peer::Other), Arc::clone(&aggregate));
     let mut second = Share::new(ctx(Role::Sender, Peer::Other), Arc::clone(&aggregate));
     assert!(first.on_event(&tx_sample(0, 0, 100)).actions.is_empty());
-    // 1,000 segments each in the round: 2.9 MB in 100 ms, a window of
+    // 500 segments each in the round: 1.4 MB in 100 ms, a window of
     // 1.5 x that, half a stream. The sender's RTT (130 ms, the smoothed
     // one) is a queue: the first stream's sample closes the round.
-    second.on_event(&tx_sample(100, 1_000, 130));
-    let d = first.on_event(&tx_sample(100, 1_000, 130));
-    let want = (2_896_000.0 * 1.5 / 2.0) as u64;
+    second.on_event(&tx_sample(100, 500, 130));
+    let d = first.on_event(&tx_sample(100, 500, 130));
+    let want = (1_448_000.0 * 1.5 / 2.0) as u64;
     assert_eq!(d.actions, vec![Action::SetSndBuf(Bytes(want))]);
     assert_eq!(aggregate.lock().unwrap().queued(), Some(1.0));
     assert_eq!(
-        second.on_event(&tx_sample(110, 1_000, 130)).actions,
+        second.on_event(&tx_sample(110, 500, 130)).actions,
         vec![Action::SetSndBuf(Bytes(want))]
     );
 }
