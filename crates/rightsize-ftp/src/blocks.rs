@@ -102,14 +102,17 @@ pub(crate) trait WriteAt: Send {
 }
 
 /// Sends `blocks` of `source` over `streams` (already connected); counts
-/// the payload in `moved`. Returns when every stream ended: with `keep`,
-/// the streams, open for the next transfer; otherwise none.
+/// the payload in `moved`. Once `enough` says so, no stream takes another
+/// block: each ends cleanly after the one it sends (a test limited by
+/// time), while `stop` fails the transfer. Returns when every stream
+/// ended: with `keep`, the streams, open for the next transfer; otherwise
+/// none.
 pub(crate) fn send(
     streams: Vec<TcpStream>,
     source: &Source,
     blocks: Blocks,
     moved: &AtomicU64,
-    stop: &(dyn Fn() -> bool + Sync),
+    (stop, enough): (&(dyn Fn() -> bool + Sync), &(dyn Fn() -> bool + Sync)),
     keep: bool,
 ) -> Result<Vec<TcpStream>, Failure> {
     let blocks = Mutex::new(blocks);
@@ -132,9 +135,9 @@ pub(crate) fn send(
                     Header::eod(!keep)
                 };
                 scope.spawn(move || {
-                    let result = send_stream(&stream, source, blocks, last, moved, &|| {
-                        stop() || failed.load(Ordering::SeqCst)
-                    });
+                    let halted = || stop() || failed.load(Ordering::SeqCst);
+                    let result =
+                        send_stream(&stream, source, (blocks, enough), last, moved, &halted);
                     if result.is_err() {
                         failed.store(true, Ordering::SeqCst);
                         let _ = stream.shutdown(Shutdown::Both);
@@ -167,11 +170,12 @@ pub(crate) fn send(
     }
 }
 
-/// One stream's share: blocks until none is left, then `last`.
+/// One stream's share: blocks until none is left (or `enough`), then
+/// `last`.
 fn send_stream(
     mut stream: &TcpStream,
     source: &Source,
-    blocks: &Mutex<Blocks>,
+    (blocks, enough): (&Mutex<Blocks>, &(dyn Fn() -> bool + Sync)),
     last: Header,
     moved: &AtomicU64,
     stop: &dyn Fn() -> bool,
@@ -180,6 +184,9 @@ fn send_stream(
     loop {
         if stop() {
             return Err(Failure::Stopped);
+        }
+        if enough() {
+            break;
         }
         let next = blocks.lock().unwrap_or_else(PoisonError::into_inner).take();
         let Some((offset, len)) = next else {

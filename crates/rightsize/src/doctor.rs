@@ -140,8 +140,16 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         let watch = TestWatch::new(direction, None, false, args.run.verbose);
-        let result = run_one(&args.server, &args.run, tune, limit, watch, &stop, true)
-            .map_err(|e| format!("{e:#}"));
+        let result = run_one(
+            &args.server,
+            &args.run,
+            (tune, 1),
+            limit,
+            watch,
+            &stop,
+            true,
+        )
+        .map_err(|e| format!("{e:#}"));
         match &result {
             Ok(test) => say(&format!("  {}\n", test_line(test))),
             Err(e) => say(&format!("  {tune} test failed: {e}\n")),

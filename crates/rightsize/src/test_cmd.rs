@@ -74,9 +74,25 @@ pub struct TestArgs {
     #[arg(short = 'i', long, value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Option<Duration>,
 
+    /// Move the bytes over N parallel streams (GridFTP's MODE E, as iperf3 -P N), 2 to 64; each
+    /// end's tuner sizes them together (auto: as one flow). Interval lines count the bytes of all
+    /// the streams and show the first one's TCP_INFO.
+    #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = parse_test_streams)]
+    pub parallel: Option<u32>,
+
     /// Print one JSON object at the end instead of text (schema in docs/telemetry.md).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `test -P`: a number of streams.
+fn parse_test_streams(input: &str) -> Result<u32, String> {
+    match input.trim().parse::<u32>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "streams \"{input}\" must be a number from 1 to 64 (auto is for get -P, which chooses during a download)"
+        )),
+    }
 }
 
 /// The flags `test` and `doctor` share.
@@ -349,10 +365,10 @@ impl TestRun {
 pub fn run_one(
     server: &FtpUrl,
     run: &RunArgs,
-    tune: TunerSpec,
+    (tune, streams): (TunerSpec, u32),
     limit: BenchLimit,
     watch: TestWatch,
-    stop: &dyn Fn() -> bool,
+    stop: &(dyn Fn() -> bool + Sync),
     server_settings: bool,
 ) -> anyhow::Result<TestRun> {
     let direction = watch.direction;
@@ -368,6 +384,7 @@ pub fn run_one(
         limit,
         server_tune: Some(tune),
         server_settings,
+        streams,
     };
     let name = format!("{}:{}", server.host(), server.port());
     let bench = match client::bench(server, &plan, &options, &mut watch, stop) {
@@ -401,7 +418,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
     let test = run_one(
         &args.server,
         &args.run,
-        args.run.tune,
+        (args.run.tune, args.parallel.unwrap_or(1)),
         limit,
         watch,
         &|| signals.caught().is_some(),

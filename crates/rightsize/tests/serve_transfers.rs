@@ -369,6 +369,61 @@ fn every_mode_e_stream_of_both_ends_is_tuned_as_one_flow() {
 }
 
 #[test]
+fn test_p_4_moves_memory_to_memory_over_four_tuned_streams_each_way_by_time_or_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    let test = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["test", &serve.addr.to_string(), "-P", "4", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    for reverse in [false, true] {
+        let direction: &[&str] = if reverse { &["-R"] } else { &[] };
+        // By time: stopped on time, a send cleanly (226), a receive by
+        // closing its streams.
+        let timed = test(&[direction, &["-t", "1"]].concat());
+        assert_eq!(timed["stopped"], "time", "{timed}");
+        assert!(timed["bytes"].as_u64().unwrap() > 0, "{timed}");
+        if !reverse {
+            assert!(
+                timed["completion"].as_str().unwrap().starts_with("226"),
+                "{timed}"
+            );
+        }
+        // By bytes: all of them, and the server's side from its 226.
+        let sized = test(&[direction, &["-n", "256M"]].concat());
+        assert_eq!(sized["bytes"], 256 << 20, "{sized}");
+        assert_eq!(sized["stopped"], serde_json::Value::Null, "{sized}");
+        for run in [&timed, &sized] {
+            assert_eq!(run["transfer"]["streams"], 4, "{run}");
+            assert_eq!(
+                run["transfer"]["tuning"]["tuner"]["state"], "shared",
+                "{run}"
+            );
+        }
+        assert_eq!(sized["server_buffers"]["tune"], "auto", "{sized}");
+    }
+}
+
+#[test]
+fn test_p_refuses_auto_and_says_what_it_takes() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["test", "127.0.0.1:9", "-P", "auto"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"auto\"") && stderr.contains("1 to 64"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn put_continue_sends_only_what_the_server_lacks_and_verifies_the_whole_file() {
     let f = Fixture::new();
     let content = random_bytes(3 << 20, 13);

@@ -66,6 +66,8 @@ pub struct BenchPlan {
     pub server_tune: Option<TunerSpec>,
     /// Ask the server for its TCP settings (`SITE RIGHTSIZE HOST`).
     pub server_settings: bool,
+    /// Data connections: 1 (stream mode), or more in MODE E.
+    pub streams: u32,
 }
 
 /// What a test found beyond the transfer's [`Report`].
@@ -93,7 +95,7 @@ pub fn bench(
     plan: &BenchPlan,
     options: &Options,
     observer: &mut dyn Observer,
-    stop: &dyn Fn() -> bool,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<BenchReport, ClientError> {
     let mut session = Session::open(url, options, observer)?;
     let feature = session.features.rightsize();
@@ -154,9 +156,10 @@ pub fn bench(
     if options.tune.is_some() {
         session.rightsize_on(observer)?;
     }
-    let outcome = match plan.direction {
-        BenchDirection::Send => send(&mut session, plan, options, observer, stop)?,
-        BenchDirection::Receive => receive(&mut session, plan, options, observer, stop)?,
+    let outcome = match (plan.direction, plan.streams > 1) {
+        (direction, true) => streams(&mut session, url, plan, options, observer, stop, direction)?,
+        (BenchDirection::Send, false) => send(&mut session, plan, options, observer, stop)?,
+        (BenchDirection::Receive, false) => receive(&mut session, plan, options, observer, stop)?,
     };
     let server = session.control.server();
     session.quit(observer);
@@ -231,7 +234,7 @@ fn server_settings<S: Read + Write>(
     }))
 }
 
-fn done(stop: &dyn Fn() -> bool, plan: &BenchPlan, elapsed: Duration) -> Option<String> {
+fn done(stop: &(dyn Fn() -> bool + Sync), plan: &BenchPlan, elapsed: Duration) -> Option<String> {
     if stop() {
         return Some("interrupted".to_owned());
     }
@@ -241,14 +244,85 @@ fn done(stop: &dyn Fn() -> bool, plan: &BenchPlan, elapsed: Duration) -> Option<
     }
 }
 
+/// The test over `plan.streams` streams in MODE E (`test -P N`); a
+/// planned stop ends a send cleanly and closes a receive's streams, whose
+/// negative reply is then expected.
+fn streams(
+    session: &mut Session<std::net::TcpStream>,
+    url: &FtpUrl,
+    plan: &BenchPlan,
+    options: &Options,
+    observer: &mut dyn Observer,
+    stop: &(dyn Fn() -> bool + Sync),
+    direction: BenchDirection,
+) -> Result<Outcome, ClientError> {
+    let started = std::time::Instant::now();
+    let stopped = std::sync::Mutex::new(None);
+    let enough = || match done(stop, plan, started.elapsed()) {
+        Some(why) => {
+            *stopped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+            true
+        }
+        None => false,
+    };
+    let total = match plan.limit {
+        BenchLimit::Bytes(b) => Some(b),
+        BenchLimit::Time(_) => None,
+    };
+    let (verb, path) = match direction {
+        BenchDirection::Send => ("STOR", sink_path()),
+        BenchDirection::Receive => {
+            let size = total.unwrap_or(OPEN_ENDED_BYTES);
+            ("RETR", format!("/.rightsize/zero/{size}").into_bytes())
+        }
+    };
+    let (report, reply) = match direction {
+        BenchDirection::Send => super::parallel::bench_send(
+            session,
+            (url, &path),
+            (total, plan.streams),
+            options,
+            observer,
+            &enough,
+        )?,
+        BenchDirection::Receive => super::parallel::bench_receive(
+            session,
+            (url, &path),
+            (total.unwrap_or(OPEN_ENDED_BYTES), plan.streams),
+            options,
+            observer,
+            &enough,
+        )?,
+    };
+    let stopped = stopped
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if stopped.is_none() && !reply.is_completion() {
+        return Err(session.remote_error(verb, &path, &reply));
+    }
+    let report = Report {
+        url: String::new(),
+        expected_bytes: total,
+        ..report
+    };
+    Ok((report, reply.to_string(), stopped))
+}
+
+/// Where a test's zeros go: the server's sink, a name of this process.
+fn sink_path() -> Vec<u8> {
+    format!("/.rightsize/null/rightsize-test-{}", std::process::id()).into_bytes()
+}
+
 fn send(
     session: &mut Session<std::net::TcpStream>,
     plan: &BenchPlan,
     options: &Options,
     observer: &mut dyn Observer,
-    stop: &dyn Fn() -> bool,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Outcome, ClientError> {
-    let path = format!("/.rightsize/null/rightsize-test-{}", std::process::id()).into_bytes();
+    let path = sink_path();
     let stor = Command::Stor(arg(&path, "path")?);
     let mut data = open_data(session, &stor, &path, Role::Sender, options, observer)?;
     let total = match plan.limit {
@@ -299,7 +373,7 @@ fn receive(
     plan: &BenchPlan,
     options: &Options,
     observer: &mut dyn Observer,
-    stop: &dyn Fn() -> bool,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Outcome, ClientError> {
     let size = match plan.limit {
         BenchLimit::Bytes(b) => b,

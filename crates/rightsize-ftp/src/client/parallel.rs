@@ -23,13 +23,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::checksum::Checksum;
 use rightsize_ftp_proto::command::{OptsCommand, OptsOther, TransferMode};
 use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
-use rightsize_ftp_proto::{Arg, Command, Token};
+use rightsize_ftp_proto::{Arg, Command, Reply, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
 use rightsize_tune::Role;
@@ -46,7 +46,10 @@ use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum}
 use super::{Direction, Observer, Options, Output, Report};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 
+mod bench;
 mod lanes;
+
+pub(super) use bench::{receive as bench_receive, send as bench_send};
 
 impl WriteAt for PartFile {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
@@ -209,7 +212,7 @@ fn get_into(
         None => None,
     };
     let checksum = start_checksum(&session, options, observer);
-    let hooks = Hooks::new(options, &session);
+    let hooks = Hooks::new(options, &session, Role::Receiver);
     let server = session.control.server();
     // `-P auto` moves the file over lanes of streams, each with a part of
     // it, and adds lanes while that pays; without the size there are no
@@ -387,12 +390,12 @@ pub(super) struct Hooks {
 }
 
 impl Hooks {
-    fn new(options: &Options, session: &Session<TcpStream>) -> Hooks {
+    fn new(options: &Options, session: &Session<TcpStream>, role: Role) -> Hooks {
         Hooks {
             tuners: StreamTuners::new(
                 &options.buffers,
                 options.tune,
-                Role::Receiver,
+                role,
                 session.control.stream().try_clone().ok(),
             ),
             first: Mutex::new(None),
@@ -530,75 +533,139 @@ pub(crate) fn put(
         }
         None => None,
     };
-    // The streams sized as one flow (`--tune auto`), as a download's are.
-    let tuners = StreamTuners::new(
-        &options.buffers,
-        options.tune,
-        Role::Sender,
-        session.control.stream().try_clone().ok(),
+    let stored = stor_blocks(
+        &mut session,
+        (url, &path),
+        &blocks::Source::File(file),
+        (Some(size), streams),
+        options,
+        observer,
+        &|| false,
+    )?;
+    if !stored.reply.is_completion() {
+        return Err(session.remote_error("STOR", &path, &stored.reply));
+    }
+    let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
+    let server = session.control.server();
+    session.quit(observer);
+    let mut report = report(
+        url,
+        Direction::Put,
+        stored.plan,
+        stored.first.as_ref(),
+        (stored.bytes, stored.elapsed, Some(size), streams),
+        server,
+        sbuf,
+        checksum,
     );
-    let request = tuners.request().clone();
+    report.local_path = Some(local.to_path_buf());
+    report.tuning = stored.tuning;
+    server_side(&mut report, &stored.reply);
+    Ok(report)
+}
+
+/// What a rightsize server's final reply tells of its side (its first
+/// stream's `TCP_INFO` and buffers, the peaks summed over its streams).
+fn server_side(report: &mut Report, reply: &Reply) {
+    let text = reply.text();
+    report.server_tcp = rightsize_tune::diagnose::tcp::TcpSummary::from_reply_text(&text);
+    report.server_buffers =
+        rightsize_ftp_proto::session::report::DataSocketBuffers::from_reply_text(&text);
+}
+
+/// What a `STOR` over several streams sent.
+pub(super) struct Stored {
+    /// How the data connections were made, the buffers they got, and the
+    /// request.
+    pub(super) plan: (DataMode, socket::Applied, socket::BufferRequest),
+    /// The first stream (its `TCP_INFO` for the report).
+    pub(super) first: Option<TcpStream>,
+    /// Payload bytes sent.
+    pub(super) bytes: u64,
+    /// From the `STOR` to the last block.
+    pub(super) elapsed: Duration,
+    /// The streams' tuners, summed.
+    pub(super) tuning: Option<super::TuningReport>,
+    /// The `STOR`'s final reply.
+    pub(super) reply: Reply,
+}
+
+/// `STOR path` (MODE E already set) of the blocks of `source` from 0 to
+/// `size` (`None`: until `enough`) over `streams` streams, connected to
+/// the server's passive address before the `STOR` (RFC 959 asks it of a
+/// passive data connection, and the Globus server answers `STOR` only
+/// then), each tuned as one flow with the others; progress to `observer`.
+/// Once `enough` says so, the streams end cleanly after the blocks they
+/// send. Fails if the streams fail or the server refuses the `STOR`; its
+/// final reply is the caller's to judge.
+pub(super) fn stor_blocks(
+    session: &mut Session<TcpStream>,
+    (url, path): (&FtpUrl, &[u8]),
+    source: &blocks::Source,
+    (size, streams): (Option<u64>, u32),
+    options: &Options,
+    observer: &mut dyn Observer,
+    enough: &(dyn Fn() -> bool + Sync),
+) -> Result<Stored, ClientError> {
+    let hooks = Hooks::new(options, session, Role::Sender);
     let (mode, port) = data::passive_port(&mut session.control, observer)?;
     let server = session.control.server();
     let addr = SocketAddr::new(server.ip(), port);
     let mut connections = Vec::new();
     let mut applied = None;
     for _ in 0..streams {
-        let (stream, a) =
-            socket::connect(addr, &request, options.connect_timeout).map_err(|source| {
-                ClientError::DataConnect {
-                    addr,
-                    mode: mode.verb(),
-                    source: Box::new(source),
-                }
+        let (stream, a) = socket::connect(addr, hooks.tuners.request(), options.connect_timeout)
+            .map_err(|source| ClientError::DataConnect {
+                addr,
+                mode: mode.verb(),
+                source: Box::new(source),
             })?;
         let _ = stream.set_write_timeout(Some(options.idle_timeout));
         applied.get_or_insert(a);
-        tuners.connected(&stream);
+        hooks.connected(&stream);
+        hooks.first(&stream);
         connections.push(stream);
     }
-    // Connected before STOR, as RFC 959 asks of a passive data
-    // connection (the Globus server answers STOR only then).
-    let stor = Command::Stor(arg(&path, "path")?);
+    let stor = Command::Stor(arg(path, "path")?);
     let reply = session.control.command(&stor, observer)?;
     if !reply.is_preliminary() {
-        return Err(session.remote_error("STOR", &path, &reply));
+        return Err(session.remote_error("STOR", path, &reply));
     }
-    let first = connections.first().and_then(|s| s.try_clone().ok());
-    let moved = AtomicU64::new(0);
     let started = Instant::now();
-    let result = blocks::send(
-        connections,
-        &blocks::Source::File(file),
-        Blocks::new(size, &Ranges::new(), BLOCK_BYTES),
-        &moved,
-        &|| signals::caught().is_some(),
-        false,
-    );
+    let result = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            blocks::send(
+                connections,
+                source,
+                Blocks::new(size.unwrap_or(u64::MAX), &Ranges::new(), BLOCK_BYTES),
+                &hooks.moved,
+                (&|| signals::caught().is_some(), enough),
+                false,
+            )
+        });
+        hooks.watch(observer, size, &|| worker.is_finished());
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
     let elapsed = started.elapsed();
-    let tuned = streams_tuning(&tuners);
+    let tuning = streams_tuning(&hooks.tuners);
     if let Err(failure) = result {
         return Err(failed(failure, server, "STOR", url));
     }
     let reply = session.ending("STOR", None, observer)?;
-    if !reply.is_completion() {
-        return Err(session.remote_error("STOR", &path, &reply));
-    }
-    let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
-    session.quit(observer);
-    let mut report = report(
-        url,
-        Direction::Put,
-        (mode, applied.unwrap_or_default(), request),
-        first.as_ref(),
-        (moved.load(Ordering::Relaxed), elapsed, Some(size), streams),
-        server,
-        sbuf,
-        checksum,
-    );
-    report.local_path = Some(local.to_path_buf());
-    report.tuning = tuned;
-    Ok(report)
+    Ok(Stored {
+        plan: (
+            mode,
+            applied.unwrap_or_default(),
+            hooks.tuners.request().clone(),
+        ),
+        first: hooks.take_first().map(|(_, s)| s),
+        bytes: hooks.moved.load(Ordering::Relaxed),
+        elapsed,
+        tuning,
+        reply,
+    })
 }
 
 /// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.

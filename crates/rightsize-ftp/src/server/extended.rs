@@ -132,7 +132,7 @@ pub fn run(
         &source,
         Blocks::new(end, &done, BLOCK_BYTES),
         &progress.bytes,
-        &|| abort.is_aborted(),
+        (&|| abort.is_aborted(), &|| false),
         keep,
     );
     finish(&mut report, observer, started.elapsed());

@@ -421,7 +421,7 @@ fn store(
         &blocks::Source::File(file),
         Blocks::new(size, &Ranges::new(), BLOCK_BYTES),
         &moved,
-        &|| signals::caught().is_some(),
+        (&|| signals::caught().is_some(), &|| false),
         true,
     );
     let bytes = moved.load(Ordering::Relaxed);

@@ -1,0 +1,148 @@
+//! `test -P N`: the memory-to-memory test over several streams (MODE E),
+//! against a rightsize server's benchmark source and sink. The client
+//! sends zeros as blocks to `/.rightsize/null/` ([`send`]) or takes the
+//! blocks of `/.rightsize/zero/SIZE` into nothing ([`receive`]); the
+//! streams are tuned as a transfer's are (`auto`: one flow).
+//!
+//! Guarantees: a test limited by time (or stopped by Ctrl-C, both through
+//! `enough`) ends on time. A send then ends cleanly: no stream takes
+//! another block, each sends its end of data, and the server's `226`
+//! counts what came. A receive closes its streams, so the server's
+//! negative reply is expected and handed back, not an error.
+
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rightsize_ftp_proto::Reply;
+use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
+use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_tune::Role;
+
+use super::{
+    Hooks, extended_mode, extended_setup, failed, report, server_side, stor_blocks, streams_tuning,
+};
+use crate::blocks::{self, Failure, Incoming};
+use crate::client::control::arg;
+use crate::client::data;
+use crate::client::error::ClientError;
+use crate::client::session::Session;
+use crate::client::{Direction, Observer, Options, Report};
+use rightsize_ftp_proto::Command;
+
+/// Sends zeros to `path` (a name under `/.rightsize/null/`) over
+/// `streams` streams: `size` bytes, or until `enough`. The report, and the
+/// server's final reply.
+pub(in crate::client) fn send(
+    session: &mut Session<TcpStream>,
+    (url, path): (&FtpUrl, &[u8]),
+    (size, streams): (Option<u64>, u32),
+    options: &Options,
+    observer: &mut dyn Observer,
+    enough: &(dyn Fn() -> bool + Sync),
+) -> Result<(Report, Reply), ClientError> {
+    extended_mode(session, streams, observer)?;
+    let stored = stor_blocks(
+        session,
+        (url, path),
+        &blocks::Source::Zeros,
+        (size, streams),
+        options,
+        observer,
+        enough,
+    )?;
+    let mut report = report(
+        url,
+        Direction::Put,
+        stored.plan,
+        stored.first.as_ref(),
+        (stored.bytes, stored.elapsed, size, streams),
+        session.control.server(),
+        None,
+        None,
+    );
+    report.tuning = stored.tuning;
+    server_side(&mut report, &stored.reply);
+    Ok((report, stored.reply))
+}
+
+/// Takes the blocks of `path` (`/.rightsize/zero/SIZE`, `size` bytes)
+/// over `streams` streams into nothing, until they are all in or
+/// `enough`. The report, and the server's final reply.
+pub(in crate::client) fn receive(
+    session: &mut Session<TcpStream>,
+    (url, path): (&FtpUrl, &[u8]),
+    (size, streams): (u64, u32),
+    options: &Options,
+    observer: &mut dyn Observer,
+    enough: &(dyn Fn() -> bool + Sync),
+) -> Result<(Report, Reply), ClientError> {
+    extended_setup(session, None, streams, observer)?;
+    let hooks = Hooks::new(options, session, Role::Receiver);
+    let server = session.control.server();
+    let plan = data::open_active(
+        &mut session.control,
+        &session.features,
+        hooks.tuners.request(),
+        observer,
+    )?;
+    let data::Pending::Listening(listener, _) = &plan.pending else {
+        return Err(ClientError::Parallel {
+            why: "the data connections could not be listened for",
+        });
+    };
+    let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
+    let incoming = Incoming {
+        listener,
+        peer: server.ip(),
+        cached: Vec::new(),
+        connect_timeout: options.connect_timeout,
+        idle_timeout: options.idle_timeout,
+    };
+    let started = Instant::now();
+    let (result, _) = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            blocks::receive(
+                incoming,
+                Assembly::new(Some(size), Ranges::new()),
+                None,
+                &hooks.moved,
+                enough,
+                &mut |stream| hooks.connected(stream),
+                &mut |stream| hooks.first(stream),
+            )
+        });
+        hooks.watch(observer, Some(size), &|| worker.is_finished());
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    let elapsed = started.elapsed();
+    let tuning = streams_tuning(&hooks.tuners);
+    match result {
+        // Stopped on purpose: the streams are closed, the server's reply
+        // says so.
+        Ok(_) | Err(Failure::Stopped) => {}
+        Err(failure) => return Err(failed(failure, server, "RETR", url)),
+    }
+    let reply = session.ending("RETR", early, observer)?;
+    let first = hooks.take_first().map(|(_, s)| s);
+    let mut report = report(
+        url,
+        Direction::Get,
+        (plan.mode, plan.applied, hooks.tuners.request().clone()),
+        first.as_ref(),
+        (
+            hooks.moved.load(Ordering::Relaxed),
+            elapsed,
+            Some(size),
+            streams,
+        ),
+        server,
+        None,
+        None,
+    );
+    report.tuning = tuning;
+    server_side(&mut report, &reply);
+    Ok((report, reply))
+}
