@@ -110,6 +110,13 @@ pub struct TransferArgs {
     #[arg(short = 'C', long = "continue")]
     pub resume: bool,
 
+    /// With -r: a file already at the other end with the same size is compared by checksum (CKSM:
+    /// SHA256, else MD5, else ADLER32) and skipped if it is the same; one that differs moves again
+    /// whole (as globus-url-copy -sync -sync-level 3, rsync -c). Against a server without CKSM the
+    /// size decides (said once). With -C part files are resumed too.
+    #[arg(long, requires = "recursive")]
+    pub sync: bool,
+
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
     /// 64, or auto (get only): 8 streams, and 8 more if they leave the path without a queue and
     /// doubling pays, added as a new control connection that takes half of what is left, without
@@ -315,6 +322,7 @@ impl TransferArgs {
             telemetry: self.telemetry(url),
             write_size: None,
             resume: self.resume,
+            sync: self.sync,
             streams: self.parallel.unwrap_or(1),
         }
     }

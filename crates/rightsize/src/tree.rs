@@ -178,7 +178,7 @@ fn summary_text(report: &TreeReport, direction: Direction) -> String {
     );
     if report.skipped_files > 0 {
         out.push_str(&format!(
-            "  skipped {} files already complete ({})\n",
+            "  skipped {} files already there, whole ({})\n",
             report.skipped_files,
             Bytes(report.skipped_bytes).human_iec()
         ));

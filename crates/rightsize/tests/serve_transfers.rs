@@ -566,6 +566,58 @@ fn rightsize_put_r_a_tree_pipelined_then_skip_it_with_c() {
     assert_eq!(summary["files"], 0);
 }
 
+#[test]
+fn sync_skips_the_files_already_the_same_and_moves_those_that_differ_at_the_same_size() {
+    let f = Fixture::new();
+    let local = tempfile::tempdir().unwrap();
+    let mine = local.path().join("t");
+    std::fs::create_dir_all(f.file("pub/t/d")).unwrap();
+    std::fs::create_dir_all(mine.join("d")).unwrap();
+    // On the server: same, changed (same size), new. Here: same, and
+    // changed's old bytes.
+    let same = random_bytes(70_000, 21);
+    let changed = random_bytes(50_000, 22);
+    let new = random_bytes(10_000, 23);
+    std::fs::write(f.file("pub/t/same"), &same).unwrap();
+    std::fs::write(f.file("pub/t/d/changed"), &changed).unwrap();
+    std::fs::write(f.file("pub/t/new"), &new).unwrap();
+    std::fs::write(mine.join("same"), &same).unwrap();
+    std::fs::write(mine.join("d/changed"), random_bytes(50_000, 24)).unwrap();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(args)
+            .args(["--sync", "--json"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    // A download (pipelined in MODE E: the CKSMs go ahead with the RETRs).
+    let url = format!("ftp://alice:pw-alice@{}/pub/t/", f.serve.addr);
+    let got = run(&["get", "-r", &url, "-o", mine.to_str().unwrap()]);
+    assert_eq!(
+        (got["skipped_files"].as_u64(), got["files"].as_u64()),
+        (Some(1), Some(2)),
+        "{got}"
+    );
+    assert_eq!(std::fs::read(mine.join("d/changed")).unwrap(), changed);
+    assert_eq!(std::fs::read(mine.join("new")).unwrap(), new);
+    // An upload (stream mode: SIZE, then CKSM where the size is the same).
+    let changed_here = random_bytes(50_000, 25);
+    std::fs::write(mine.join("d/changed"), &changed_here).unwrap();
+    let url = format!("ftp://alice:pw-alice@{}/pub/", f.serve.addr);
+    let put = run(&["put", "-r", mine.to_str().unwrap(), &url]);
+    assert_eq!(
+        (put["skipped_files"].as_u64(), put["files"].as_u64()),
+        (Some(2), Some(1)),
+        "{put}"
+    );
+    assert_eq!(
+        std::fs::read(f.file("pub/t/d/changed")).unwrap(),
+        changed_here
+    );
+}
+
 /// What a `get -P` that stopped keeps: the blocks that came, at their
 /// offsets (holes between them), and their ranges beside the part.
 fn kept_blocks(

@@ -140,6 +140,10 @@ pub struct Options {
     /// after the bytes the server already has under the name (`SIZE`).
     /// Both with `REST`.
     pub resume: bool,
+    /// With `-r`: a file already at the other end with the same size is
+    /// compared by checksum (`CKSM`) first, skipped if it matches, and
+    /// moved whole again if not (`--sync`).
+    pub sync: bool,
     /// Data streams: 1 is stream mode over one connection; more is
     /// GridFTP's MODE E over that many (`-P`); [`AUTO_STREAMS`] lets a
     /// download choose (`-P auto`).
@@ -185,6 +189,7 @@ impl Default for Options {
             telemetry: None,
             write_size: None,
             resume: false,
+            sync: false,
             streams: 1,
         }
     }

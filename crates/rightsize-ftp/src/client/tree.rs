@@ -21,19 +21,21 @@
 //! with `REST` (in stream mode: MODE E's blocks have no prefix to resume
 //! after). A top directory that cannot be listed is the transfer's error.
 
+use std::fs::File;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::checksum::{Algorithm, Checksum};
 use rightsize_ftp_proto::command::TransferMode;
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals;
 use serde::Serialize;
 
 use super::error::ClientError;
-use super::local::Sink;
+use super::local::{Sink, read_into};
 use super::parallel;
 use super::session::Session;
 use super::transfer::get_file;
@@ -168,6 +170,9 @@ struct FileJob {
     size: Option<u64>,
     /// What its part file holds (`-C` resumes after it).
     part_bytes: u64,
+    /// `--sync`: the local file has the remote size; checksums decide
+    /// whether it is fetched.
+    same_size: bool,
 }
 
 /// What a connection's thread tells the caller's thread.
@@ -209,7 +214,7 @@ pub fn get_tree(
         path: dir.to_path_buf(),
         source,
     })?;
-    let work = Work::new(work::top(url.path(), dir), options.resume);
+    let work = Work::new(work::top(url.path(), dir), options.resume, options.sync);
     let mut report = TreeReport::new(url, dir, jobs);
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
@@ -380,7 +385,21 @@ fn run_job(url: &FtpUrl, work: &Work, options: &Options, connection: u32, tx: &S
                 });
                 keep
             }
-            Item::Get(job) => {
+            Item::Get(mut job) => {
+                if job.same_size {
+                    match same_there(open, &job, &mut forward) {
+                        Ok(true) => {
+                            forward.skipped(&job);
+                            continue;
+                        }
+                        Ok(false) => job.same_size = false,
+                        Err(e) => {
+                            forward.done(job, Err(chain(&e)));
+                            session = None;
+                            continue;
+                        }
+                    }
+                }
                 forward.file_bytes = 0;
                 let outcome = fetch(open, &job, options, &mut forward);
                 let keep = outcome.as_ref().err().is_none_or(keeps_session);
@@ -437,8 +456,63 @@ fn open_session(
     if *extended == Some(false) && options.tune.is_some() {
         session.rightsize_on(forward)?;
     }
+    if options.sync && forward.connection == 1 && session.features.checksum().is_none() {
+        forward.warning(SYNC_BY_SIZE);
+    }
     Ok(session)
 }
+
+/// `--sync`, one file in stream mode: whether the server's checksum of
+/// `job`'s remote file (`CKSM`) is the local file's. A server without
+/// `CKSM` is taken at the size (said once, when the session opens); a
+/// refusal or a local file that cannot be read means not the same.
+fn same_there(
+    session: &mut Session<TcpStream>,
+    job: &FileJob,
+    forward: &mut Forward<'_>,
+) -> Result<bool, ClientError> {
+    let Some(algorithm) = session.features.checksum() else {
+        return Ok(true);
+    };
+    let command = super::session::cksm(algorithm, &job.remote)?;
+    let reply = session.control.command(&command, forward)?;
+    Ok(matches_local(session, algorithm, job, &reply))
+}
+
+/// Sends `CKSM` of `path` (its reply is read later: a pipeline's).
+fn session_cksm(
+    session: &mut Session<TcpStream>,
+    algorithm: Algorithm,
+    path: &[u8],
+    forward: &mut Forward<'_>,
+) -> Result<(), ClientError> {
+    let command = super::session::cksm(algorithm, path)?;
+    session.control.send(&command, forward)
+}
+
+/// Whether the `CKSM` `reply` for `job`'s remote file is the checksum of
+/// its local file (one that cannot be read is not the same).
+fn matches_local(
+    session: &Session<TcpStream>,
+    algorithm: Algorithm,
+    job: &FileJob,
+    reply: &rightsize_ftp_proto::Reply,
+) -> bool {
+    let local = File::open(&job.local).and_then(|mut file| {
+        let mut checksum = Checksum::of(algorithm);
+        read_into(&mut file, u64::MAX, |piece| checksum.update(piece))?;
+        Ok(checksum.finish())
+    });
+    local.is_ok_and(|local| {
+        session
+            .checked(algorithm, local, &job.remote, reply)
+            .is_ok()
+    })
+}
+
+/// The warning for `--sync` against a server without `CKSM`.
+const SYNC_BY_SIZE: &str =
+    "--sync: the server offers no checksum (CKSM): files of the same size count as the same";
 
 fn fetch(
     session: &mut Session<TcpStream>,
@@ -526,6 +600,11 @@ impl Forward<'_> {
             relative: job.relative,
             outcome,
         });
+    }
+
+    /// A file skipped: already there, whole (`-C`) or the same (`--sync`).
+    fn skipped(&mut self, job: &FileJob) {
+        let _ = self.tx.send(Event::Skipped(job.size.unwrap_or(0)));
     }
 
     /// Bytes moved.

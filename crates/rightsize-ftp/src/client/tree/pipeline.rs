@@ -26,7 +26,7 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rightsize_ftp_proto::Command;
-use rightsize_ftp_proto::checksum::Checksum;
+use rightsize_ftp_proto::checksum::{Algorithm, Checksum};
 use rightsize_ftp_proto::entries;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
 use rightsize_sys::{signals, socket};
@@ -58,12 +58,17 @@ enum InFlight {
         dir: Dir,
         mlsd: bool,
     },
+    /// `--sync`: a `CKSM` asked of a file the local one may already be.
+    Check {
+        job: FileJob,
+        algorithm: Algorithm,
+    },
 }
 
 impl InFlight {
     fn into_item(self) -> Item {
         match self {
-            InFlight::Get { job, .. } => Item::Get(job),
+            InFlight::Get { job, .. } | InFlight::Check { job, .. } => Item::Get(job),
             InFlight::List { dir, .. } => Item::List(dir),
         }
     }
@@ -116,6 +121,17 @@ pub(super) fn run(
                     later.push(job);
                     continue;
                 }
+                Item::Get(job) if job.same_size => match session.features.checksum() {
+                    // Said when the session opened: the size decides.
+                    None => {
+                        forward.skipped(&job);
+                        continue;
+                    }
+                    Some(algorithm) => {
+                        let asked = super::session_cksm(session, algorithm, &job.remote, forward);
+                        (InFlight::Check { job, algorithm }, asked)
+                    }
+                },
                 Item::Get(job) => {
                     let opened = PartFile::create(&job.local, false).and_then(|part| {
                         arg(&job.remote, "path").map(|path| (part, Command::Retr(path)))
@@ -179,6 +195,17 @@ pub(super) fn run(
             InFlight::List { dir, mlsd } => receive_list(
                 session, &listener, &mut kept, &dir, mlsd, work, options, forward,
             ),
+            InFlight::Check { mut job, algorithm } => {
+                let reply = session.control.reply("CKSM", forward)?;
+                if super::matches_local(session, algorithm, &job, &reply) {
+                    forward.skipped(&job);
+                } else {
+                    // Not the same: fetched whole, as any file.
+                    job.same_size = false;
+                    work.give_back(vec![Item::Get(job)]);
+                }
+                Ok(Next::Continue)
+            }
         };
         match next {
             Ok(Next::Continue) => {}
@@ -194,7 +221,7 @@ pub(super) fn run(
 fn commands(flight: &InFlight, per_file: usize) -> usize {
     match flight {
         InFlight::Get { .. } => per_file,
-        InFlight::List { .. } => 1,
+        InFlight::List { .. } | InFlight::Check { .. } => 1,
     }
 }
 

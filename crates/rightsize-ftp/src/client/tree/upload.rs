@@ -159,6 +159,7 @@ fn walk(
                         local: child_local,
                         size,
                         part_bytes: 0,
+                        same_size: false,
                     });
                 }
                 _ => warnings.push(format!(
@@ -215,8 +216,13 @@ fn run_job(
             .pop_front()
     };
     let mut session: Option<Session<TcpStream>> = None;
-    // MODE E is tried unless resuming (which needs SIZE and REST).
-    let mut extended = if options.resume { Some(false) } else { None };
+    // MODE E is tried unless resuming or syncing (which need SIZE, REST
+    // and CKSM per file).
+    let mut extended = if options.resume || options.sync {
+        Some(false)
+    } else {
+        None
+    };
     loop {
         if signals::caught().is_some() {
             break;
@@ -246,9 +252,7 @@ fn run_job(
         let outcome = send_file(open, &job, options, &mut forward);
         let keep = outcome.as_ref().err().is_none_or(keeps_session);
         match outcome {
-            Ok(None) => {
-                let _ = tx.send(Event::Skipped(job.size.unwrap_or(0)));
-            }
+            Ok(None) => forward.skipped(&job),
             Ok(Some(report)) => forward.done(
                 job,
                 Ok((
@@ -268,7 +272,10 @@ fn run_job(
     }
 }
 
-/// One file in stream mode; `None` when `resume` finds it whole there.
+/// One file in stream mode; `None` when `resume` finds it whole there, or
+/// `sync` the same (its size, and its checksum where the server has
+/// `CKSM`). A file of the same size that `sync` finds different goes
+/// again whole.
 fn send_file(
     session: &mut Session<TcpStream>,
     job: &FileJob,
@@ -276,8 +283,15 @@ fn send_file(
     forward: &mut Forward<'_>,
 ) -> Result<Option<crate::client::Report>, ClientError> {
     let upload = open_upload(&job.local)?;
-    if options.resume && session.size(&job.remote, forward)? == Some(upload.1) {
-        return Ok(None);
+    if (options.resume || options.sync) && session.size(&job.remote, forward)? == Some(upload.1) {
+        if !options.sync || super::same_there(session, job, forward)? {
+            return Ok(None);
+        }
+        let whole = Options {
+            resume: false,
+            ..options.clone()
+        };
+        return put_file(session, &job.local, upload, &job.remote, &whole, forward).map(Some);
     }
     put_file(session, &job.local, upload, &job.remote, options, forward).map(Some)
 }

@@ -63,11 +63,13 @@ pub(super) struct Work {
     changed: Condvar,
     /// Files already complete are skipped (`-C`).
     resume: bool,
+    /// Files of the local size are compared by checksum (`--sync`).
+    sync: bool,
 }
 
 impl Work {
     /// Work that starts with listing `top`.
-    pub(super) fn new(top: Dir, resume: bool) -> Work {
+    pub(super) fn new(top: Dir, resume: bool, sync: bool) -> Work {
         Work {
             state: Mutex::new(State {
                 items: VecDeque::from([Item::List(top)]),
@@ -75,6 +77,7 @@ impl Work {
             }),
             changed: Condvar::new(),
             resume,
+            sync,
         }
     }
 
@@ -149,6 +152,7 @@ impl Work {
                                 local: child.local,
                                 size: entry.size,
                                 part_bytes: 0,
+                                same_size: false,
                             };
                             match self.classify(job) {
                                 Ok(job) => {
@@ -216,18 +220,25 @@ impl Work {
     }
 
     /// A file to fetch, with what its part file holds; `Err(size)` when it
-    /// is already complete and `-C` skips it.
+    /// is already complete and `-C` skips it. With `--sync` a local file
+    /// of the remote size is marked for the checksums to decide.
     fn classify(&self, mut job: FileJob) -> Result<FileJob, u64> {
-        if !self.resume {
+        if !self.resume && !self.sync {
             return Ok(job);
         }
         if let (Some(size), Ok(meta)) = (job.size, std::fs::metadata(&job.local))
             && meta.is_file()
             && meta.len() == size
         {
-            return Err(size);
+            if !self.sync {
+                return Err(size);
+            }
+            job.same_size = true;
+            return Ok(job);
         }
-        job.part_bytes = std::fs::metadata(part_path(&job.local)).map_or(0, |m| m.len());
+        if self.resume {
+            job.part_bytes = std::fs::metadata(part_path(&job.local)).map_or(0, |m| m.len());
+        }
         Ok(job)
     }
 
@@ -302,7 +313,7 @@ mod tests {
     #[test]
     fn directories_come_first_and_the_queue_waits_for_listings() {
         let dir = tempfile::tempdir().unwrap();
-        let work = Work::new(top(b"t", dir.path()), false);
+        let work = Work::new(top(b"t", dir.path()), false, false);
         let Some(Item::List(t)) = work.next(true) else {
             panic!("the top is listed first")
         };
@@ -336,11 +347,34 @@ mod tests {
     }
 
     #[test]
+    fn with_sync_files_of_the_local_size_are_left_to_the_checksums_and_others_fetched() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("same"), b"abc").unwrap();
+        std::fs::write(dir.path().join("other"), b"ab").unwrap();
+        let work = Work::new(top(b"", dir.path()), false, true);
+        let Some(Item::List(t)) = work.next(true) else {
+            panic!()
+        };
+        work.listed(&t, Ok(vec![file("same", 3), file("other", 4)]), &mut |e| {
+            assert!(!matches!(e, Event::Skipped(_)), "nothing skipped by size")
+        });
+        let mut jobs = Vec::new();
+        while let Some(Item::Get(job)) = work.next(false) {
+            jobs.push((job.relative, job.same_size));
+        }
+        jobs.sort();
+        assert_eq!(
+            jobs,
+            [("other".to_owned(), false), ("same".to_owned(), true)]
+        );
+    }
+
+    #[test]
     fn complete_files_are_skipped_with_resume() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("done"), b"abc").unwrap();
         std::fs::write(dir.path().join(".half.rightsize-part"), b"ab").unwrap();
-        let work = Work::new(top(b"", dir.path()), true);
+        let work = Work::new(top(b"", dir.path()), true, false);
         let Some(Item::List(t)) = work.next(true) else {
             panic!()
         };
@@ -359,7 +393,7 @@ mod tests {
     #[test]
     fn a_failed_top_listing_is_said_so() {
         let dir = tempfile::tempdir().unwrap();
-        let work = Work::new(top(b"x", dir.path()), false);
+        let work = Work::new(top(b"x", dir.path()), false, false);
         let Some(Item::List(t)) = work.next(true) else {
             panic!()
         };
