@@ -4,7 +4,8 @@
 
 use super::{
     Arg, Command, CommandError, EpsvArg, FileStructure, ListArgs, MlstFacts, OptsCommand,
-    OptsOther, ProtectionLevel, SiteCommand, SiteOther, Token, TransferMode, TransferType,
+    OptsOther, ProtectionLevel, SiteCommand, SiteOther, StripeAddrs, Token, TransferMode,
+    TransferType,
 };
 use crate::addr::{self, AddrError};
 use crate::arg::{quote, trim_spaces};
@@ -81,6 +82,10 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"CKSM" => cksm(rest)?,
         b"HASH" => Command::Hash(required("HASH", rest)?),
         b"RINF" => Command::Rinf(rinf(rest)?),
+        b"SPAS" => spas(rest)?,
+        b"SPOR" => Command::Spor(spor(rest)?),
+        b"ERET" => eret(rest)?,
+        b"ESTO" => esto(rest)?,
         _ => return Err(CommandError::Unknown { verb: quote(verb) }),
     };
     Ok(c)
@@ -191,6 +196,97 @@ fn port(rest: Option<&[u8]>) -> Result<std::net::SocketAddrV4, CommandError> {
     let s = std::str::from_utf8(k).map_err(|_| CommandError::syntax("PORT", k, "not ASCII"))?;
     addr::parse_port_arg(s)
         .map_err(|_| CommandError::syntax("PORT", k, "expected h1,h2,h3,h4,p1,p2"))
+}
+
+/// `SPAS`: no argument; the IPv6 form `SPAS 2` is not offered (504).
+fn spas(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    match rest.map(trim_spaces) {
+        None | Some([]) => Ok(Command::Spas),
+        Some(k) => Err(CommandError::not_implemented("SPAS", k)),
+    }
+}
+
+/// `SPOR h1,h2,h3,h4,p1,p2 [h1,...,p2 ...]`: one PORT address per stripe.
+fn spor(rest: Option<&[u8]>) -> Result<StripeAddrs, CommandError> {
+    let k = keyword("SPOR", rest)?;
+    let bad = || {
+        CommandError::syntax(
+            "SPOR",
+            k,
+            "expected one or more h1,h2,h3,h4,p1,p2 separated by spaces",
+        )
+    };
+    let mut addrs = words(k).into_iter().map(|w| {
+        std::str::from_utf8(w)
+            .ok()
+            .and_then(|s| addr::parse_port_arg(s).ok())
+            .ok_or_else(bad)
+    });
+    let first = addrs.next().ok_or_else(bad)??;
+    let more = addrs.collect::<Result<Vec<_>, _>>()?;
+    Ok(StripeAddrs::new(first, more))
+}
+
+/// `bytes` without its leading spaces.
+fn skip_spaces(bytes: &[u8]) -> &[u8] {
+    &bytes[bytes.iter().position(|b| *b != b' ').unwrap_or(bytes.len())..]
+}
+
+/// What follows the module word of `ERET`/`ESTO`: `count` numbers, then
+/// the path (everything after the single space that follows the last
+/// number). `None` if the line does not have that shape.
+fn module_args(whole: &[u8], count: usize) -> Option<(Vec<u64>, &[u8])> {
+    let (_module, after) = split_word(skip_spaces(whole));
+    let mut s = after?;
+    let mut numbers = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (word, after) = split_word(skip_spaces(s));
+        numbers.push(decimal_u64(word)?);
+        s = after?;
+    }
+    Some((numbers, s))
+}
+
+/// `ERET P <offset> <length> <path>`; another module is 504.
+fn eret(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    let whole = rest.unwrap_or(&[]);
+    let module = split_word(skip_spaces(whole)).0;
+    if module.is_empty() {
+        return Err(CommandError::syntax("ERET", b"", "missing argument"));
+    }
+    if !module.eq_ignore_ascii_case(b"P") {
+        return Err(CommandError::not_implemented("ERET", module));
+    }
+    let bad = || CommandError::syntax("ERET", whole, "expected P <offset> <length> <path>");
+    let (numbers, path) = module_args(whole, 2).ok_or_else(bad)?;
+    let [offset, length] = numbers[..] else {
+        return Err(bad());
+    };
+    let path = required("ERET", Some(path))?;
+    Ok(Command::Eret {
+        offset,
+        length,
+        path,
+    })
+}
+
+/// `ESTO A <offset> <path>`; another module is 504.
+fn esto(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    let whole = rest.unwrap_or(&[]);
+    let module = split_word(skip_spaces(whole)).0;
+    if module.is_empty() {
+        return Err(CommandError::syntax("ESTO", b"", "missing argument"));
+    }
+    if !module.eq_ignore_ascii_case(b"A") {
+        return Err(CommandError::not_implemented("ESTO", module));
+    }
+    let bad = || CommandError::syntax("ESTO", whole, "expected A <offset> <path>");
+    let (numbers, path) = module_args(whole, 1).ok_or_else(bad)?;
+    let [offset] = numbers[..] else {
+        return Err(bad());
+    };
+    let path = required("ESTO", Some(path))?;
+    Ok(Command::Esto { offset, path })
 }
 
 fn eprt(rest: Option<&[u8]>) -> Result<std::net::SocketAddr, CommandError> {

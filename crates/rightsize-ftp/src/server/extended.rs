@@ -24,8 +24,8 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
@@ -35,9 +35,24 @@ use rightsize_sys::socket;
 use super::data::{AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 
-impl WriteAt for Box<dyn StoreTarget> {
+/// The sink of a receive (`None` discards), which also notes each
+/// write's range in `ranges` for the `111` markers.
+struct Noted<'a> {
+    target: Option<&'a mut Box<dyn StoreTarget>>,
+    ranges: &'a Mutex<Ranges>,
+}
+
+impl WriteAt for Noted<'_> {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        StoreTarget::write_at(self.as_mut(), offset, bytes)
+        if let Some(target) = self.target.as_mut() {
+            StoreTarget::write_at(target.as_mut(), offset, bytes)?;
+        }
+        let end = offset.saturating_add(bytes.len() as u64);
+        self.ranges
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(offset, end);
+        Ok(())
     }
 }
 
@@ -167,10 +182,14 @@ pub fn receive(
         idle_timeout: params.idle_timeout,
     };
     let mut applied = None;
+    let mut noted = Noted {
+        target: target.as_mut(),
+        ranges: &progress.ranges,
+    };
     let (result, received) = blocks::receive(
         incoming,
         Assembly::new(None, Ranges::new()),
-        target.as_mut().map(|t| t as &mut dyn WriteAt),
+        Some(&mut noted),
         &progress.bytes,
         &|| abort.is_aborted(),
         &mut |stream| {
@@ -216,6 +235,10 @@ fn open(source: Source) -> io::Result<(blocks::Source, u64, u64)> {
         Source::Bytes(bytes) => {
             let end = bytes.len() as u64;
             Ok((blocks::Source::Bytes(bytes), 0, end))
+        }
+        Source::Part { mut file, length } => {
+            let base = io::Seek::stream_position(&mut file)?;
+            Ok((blocks::Source::Window { file, base }, 0, length))
         }
     }
 }
