@@ -11,9 +11,9 @@ mod serve_support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use serve_support::{Serve, random_bytes};
+use serve_support::{Serve, random_bytes, run};
 
 const FILE_BYTES: usize = 64 << 20;
 const USER: &str = "alice";
@@ -78,21 +78,6 @@ impl Fixture {
             path.display()
         );
     }
-}
-
-fn run(what: &str, cmd: &mut Command) -> Output {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run ({e}); scripts/setup installs it"));
-    assert!(
-        out.status.success(),
-        "{what} failed: {}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 #[test]

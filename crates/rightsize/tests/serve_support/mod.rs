@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use rightsize_ftp_proto::addr::find_epsv_port;
@@ -228,4 +228,21 @@ impl Control {
         drop(data);
         self.reply()
     }
+}
+
+/// Runs a peer tool (a client from `scripts/setup`) and requires success;
+/// a missing tool fails the test, which CI must run, not skip.
+pub fn run(what: &str, cmd: &mut Command) -> Output {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run ({e}); scripts/setup installs it"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
