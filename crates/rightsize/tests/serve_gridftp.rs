@@ -13,7 +13,7 @@ mod serve_support;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::thread;
 use std::time::Duration;
@@ -21,50 +21,12 @@ use std::time::Duration;
 use rightsize_ftp_proto::Reply;
 use rightsize_ftp_proto::addr::format_port_arg;
 use rightsize_ftp_proto::mode_e::{HEADER_BYTES, Header, descriptor};
-use serve_support::{Control, Serve, add_user, random_bytes, run};
+use serve_support::{Control, Fixture, PASSWORD, USER, random_bytes, run};
 
 const FILE_BYTES: usize = 6_000_000;
-const USER: &str = "alice";
-const PASSWORD: &str = "s3cret-pw";
 
-/// A served root with `pub/f.bin` and a writable `up/`, `alice` may
-/// write, and the same bytes in a local file.
-struct Fixture {
-    dir: tempfile::TempDir,
-    content: Vec<u8>,
-    serve: Serve,
-}
-
-impl Fixture {
-    fn new(seed: u64) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(root.join("pub")).unwrap();
-        std::fs::create_dir_all(root.join("up")).unwrap();
-        let content = random_bytes(FILE_BYTES, seed);
-        std::fs::write(root.join("pub/f.bin"), &content).unwrap();
-        std::fs::write(dir.path().join("local.bin"), &content).unwrap();
-        let users = dir.path().join("users");
-        add_user(&users, USER, PASSWORD, false);
-        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
-        Fixture {
-            dir,
-            content,
-            serve,
-        }
-    }
-
-    fn root(&self) -> PathBuf {
-        self.dir.path().join("root")
-    }
-
-    fn local_url(&self) -> String {
-        format!("file://{}", self.dir.path().join("local.bin").display())
-    }
-
-    fn upload_url(&self, name: &str) -> String {
-        format!("ftp://{USER}:{PASSWORD}@{}/up/{name}", self.serve.addr)
-    }
+fn local_url(f: &Fixture) -> String {
+    format!("file://{}", f.local().display())
 }
 
 /// globus-url-copy with `args`; its stdout and stderr together, with the
@@ -91,7 +53,7 @@ fn read(path: &Path) -> Vec<u8> {
 
 #[test]
 fn globus_url_copy_shows_the_rate_of_a_mode_e_upload_from_its_perf_markers() {
-    let f = Fixture::new(11);
+    let f = Fixture::new(FILE_BYTES, 11);
     let log = guc(
         "globus-url-copy -vb -p 4 upload",
         &[
@@ -99,7 +61,7 @@ fn globus_url_copy_shows_the_rate_of_a_mode_e_upload_from_its_perf_markers() {
             "-dbg",
             "-p",
             "4",
-            &f.local_url(),
+            &local_url(&f),
             &f.upload_url("p4.bin"),
         ],
     );
@@ -126,8 +88,8 @@ fn globus_url_copy_shows_the_rate_of_a_mode_e_upload_from_its_perf_markers() {
 
 #[test]
 fn rightsize_put_over_four_streams_reads_past_the_markers() {
-    let f = Fixture::new(12);
-    let local = f.dir.path().join("local.bin");
+    let f = Fixture::new(FILE_BYTES, 12);
+    let local = f.local();
     run(
         "rightsize put -P 4",
         Command::new(env!("CARGO_BIN_EXE_rightsize"))
@@ -140,7 +102,7 @@ fn rightsize_put_over_four_streams_reads_past_the_markers() {
 
 #[test]
 fn globus_url_copy_downloads_part_of_a_file_with_eret() {
-    let f = Fixture::new(13);
+    let f = Fixture::new(FILE_BYTES, 13);
     let (offset, length) = (1_000_003usize, 2_500_000usize);
     for (name, parallel) in [("e.bin", true), ("s.bin", false)] {
         let out = f.dir.path().join(name);
@@ -149,11 +111,11 @@ fn globus_url_copy_downloads_part_of_a_file_with_eret() {
         if parallel {
             args.extend(["-p", "4"]);
         }
-        let url = f.serve.url("/pub/f.bin");
+        let url = f.serve.url("/pub/big.bin");
         let dest = format!("file://{}", out.display());
         args.extend([url.as_str(), dest.as_str()]);
         let log = guc("globus-url-copy -partial-offset", &args);
-        assert_has(&log, &[&format!("ERET P {offset} {length} /pub/f.bin")]);
+        assert_has(&log, &[&format!("ERET P {offset} {length} /pub/big.bin")]);
         // globus-url-copy writes the part where it was in the file (the
         // Globus server gives the same file).
         let got = read(&out);
@@ -167,7 +129,7 @@ fn globus_url_copy_downloads_part_of_a_file_with_eret() {
 
 #[test]
 fn globus_url_copy_uploads_into_part_of_a_file_with_esto() {
-    let f = Fixture::new(14);
+    let f = Fixture::new(FILE_BYTES, 14);
     let old = random_bytes(FILE_BYTES, 99);
     let target = f.root().join("up/esto.bin");
     std::fs::write(&target, &old).unwrap();
@@ -182,7 +144,7 @@ fn globus_url_copy_uploads_into_part_of_a_file_with_esto() {
             &offset.to_string(),
             "-partial-length",
             &length.to_string(),
-            &f.local_url(),
+            &local_url(&f),
             &f.upload_url("esto.bin"),
         ],
     );
@@ -194,7 +156,7 @@ fn globus_url_copy_uploads_into_part_of_a_file_with_esto() {
 
 #[test]
 fn globus_url_copy_stripe_uploads_through_spas() {
-    let f = Fixture::new(15);
+    let f = Fixture::new(FILE_BYTES, 15);
     let log = guc(
         "globus-url-copy -stripe upload",
         &[
@@ -202,7 +164,7 @@ fn globus_url_copy_stripe_uploads_through_spas() {
             "-stripe",
             "-p",
             "4",
-            &f.local_url(),
+            &local_url(&f),
             &f.upload_url("striped.bin"),
         ],
     );
@@ -262,7 +224,7 @@ fn port_line(verb: &str, listeners: &[&TcpListener]) -> String {
 
 #[test]
 fn spor_sends_a_mode_e_retrieve_to_the_first_stripe() {
-    let f = Fixture::new(16);
+    let f = Fixture::new(FILE_BYTES, 16);
     let mut c = Control::anonymous(f.serve.addr);
     assert_eq!(c.cmd("TYPE I").code(), 200);
     assert_eq!(c.cmd("MODE E").code(), 200);
@@ -270,7 +232,7 @@ fn spor_sends_a_mode_e_retrieve_to_the_first_stripe() {
     let second = TcpListener::bind("127.0.0.1:0").unwrap();
     let reply = c.cmd(&port_line("SPOR", &[&first, &second]));
     assert_eq!(reply.code(), 200, "{reply:?}");
-    assert_eq!(c.cmd("RETR /pub/f.bin").code(), 150);
+    assert_eq!(c.cmd("RETR /pub/big.bin").code(), 150);
     let (stream, _) = first.accept().unwrap();
     let mut got = Vec::new();
     read_blocks(stream, &mut got, None);
@@ -283,7 +245,7 @@ fn spor_sends_a_mode_e_retrieve_to_the_first_stripe() {
 
 #[test]
 fn a_mode_e_retrieve_sends_perf_markers_only_when_asked() {
-    let f = Fixture::new(17);
+    let f = Fixture::new(FILE_BYTES, 17);
     // A slow reader: 256 KiB every 100 ms with a small receive buffer, so
     // 12 MiB take seconds whatever the machine, and markers=1 is due.
     const BYTES: usize = 12 << 20;
@@ -336,7 +298,7 @@ fn a_mode_e_retrieve_sends_perf_markers_only_when_asked() {
         assert_eq!(c.cmd(line).code(), 200, "{line}");
     }
     assert_eq!(c.cmd(&port_line("PORT", &[&listener])).code(), 200);
-    assert_eq!(c.cmd("RETR /pub/f.bin").code(), 150);
+    assert_eq!(c.cmd("RETR /pub/big.bin").code(), 150);
     let (stream, _) = listener.accept().unwrap();
     let mut got = Vec::new();
     read_blocks(stream, &mut got, None);
@@ -346,14 +308,14 @@ fn a_mode_e_retrieve_sends_perf_markers_only_when_asked() {
 
 #[test]
 fn a_stream_mode_client_never_sees_a_marker() {
-    let f = Fixture::new(18);
+    let f = Fixture::new(FILE_BYTES, 18);
     let mut c = Control::login(f.serve.addr, USER, PASSWORD);
     assert_eq!(c.cmd("TYPE I").code(), 200);
     assert_eq!(c.cmd("OPTS RETR markers=1;").code(), 200);
     // ftplib and curl take the reply after the 150 as the end: it must be
     // the 226, for a store and for a retrieve alike.
     assert_eq!(c.store("STOR /up/s.bin", &f.content).code(), 226);
-    let (bytes, end) = c.retr("/pub/f.bin");
+    let (bytes, end) = c.retr("/pub/big.bin");
     assert_eq!(end.code(), 226, "{end:?}");
     assert!(bytes == f.content);
     assert_eq!(c.cmd("NOOP").code(), 200);

@@ -247,46 +247,51 @@ fn module_args(whole: &[u8], count: usize) -> Option<(Vec<u64>, &[u8])> {
     Some((numbers, s))
 }
 
+/// The arguments of `ERET`/`ESTO`: the module word must be `module`
+/// (another is 504), then `count` numbers and the path; `expected` says
+/// what a 501 expects.
+fn module_command(
+    verb: &'static str,
+    rest: Option<&[u8]>,
+    module: &[u8],
+    count: usize,
+    expected: &'static str,
+) -> Result<(Vec<u64>, Arg), CommandError> {
+    let whole = rest.unwrap_or(&[]);
+    let word = split_word(skip_spaces(whole)).0;
+    if word.is_empty() {
+        return Err(CommandError::syntax(verb, b"", "missing argument"));
+    }
+    if !word.eq_ignore_ascii_case(module) {
+        return Err(CommandError::not_implemented(verb, word));
+    }
+    let (numbers, path) =
+        module_args(whole, count).ok_or_else(|| CommandError::syntax(verb, whole, expected))?;
+    Ok((numbers, required(verb, Some(path))?))
+}
+
 /// `ERET P <offset> <length> <path>`; another module is 504.
 fn eret(rest: Option<&[u8]>) -> Result<Command, CommandError> {
-    let whole = rest.unwrap_or(&[]);
-    let module = split_word(skip_spaces(whole)).0;
-    if module.is_empty() {
-        return Err(CommandError::syntax("ERET", b"", "missing argument"));
+    const EXPECTED: &str = "expected P <offset> <length> <path>";
+    let (numbers, path) = module_command("ERET", rest, b"P", 2, EXPECTED)?;
+    match numbers[..] {
+        [offset, length] => Ok(Command::Eret {
+            offset,
+            length,
+            path,
+        }),
+        _ => Err(CommandError::syntax("ERET", b"", EXPECTED)),
     }
-    if !module.eq_ignore_ascii_case(b"P") {
-        return Err(CommandError::not_implemented("ERET", module));
-    }
-    let bad = || CommandError::syntax("ERET", whole, "expected P <offset> <length> <path>");
-    let (numbers, path) = module_args(whole, 2).ok_or_else(bad)?;
-    let [offset, length] = numbers[..] else {
-        return Err(bad());
-    };
-    let path = required("ERET", Some(path))?;
-    Ok(Command::Eret {
-        offset,
-        length,
-        path,
-    })
 }
 
 /// `ESTO A <offset> <path>`; another module is 504.
 fn esto(rest: Option<&[u8]>) -> Result<Command, CommandError> {
-    let whole = rest.unwrap_or(&[]);
-    let module = split_word(skip_spaces(whole)).0;
-    if module.is_empty() {
-        return Err(CommandError::syntax("ESTO", b"", "missing argument"));
+    const EXPECTED: &str = "expected A <offset> <path>";
+    let (numbers, path) = module_command("ESTO", rest, b"A", 1, EXPECTED)?;
+    match numbers[..] {
+        [offset] => Ok(Command::Esto { offset, path }),
+        _ => Err(CommandError::syntax("ESTO", b"", EXPECTED)),
     }
-    if !module.eq_ignore_ascii_case(b"A") {
-        return Err(CommandError::not_implemented("ESTO", module));
-    }
-    let bad = || CommandError::syntax("ESTO", whole, "expected A <offset> <path>");
-    let (numbers, path) = module_args(whole, 1).ok_or_else(bad)?;
-    let [offset] = numbers[..] else {
-        return Err(bad());
-    };
-    let path = required("ESTO", Some(path))?;
-    Ok(Command::Esto { offset, path })
 }
 
 fn eprt(rest: Option<&[u8]>) -> Result<std::net::SocketAddr, CommandError> {
