@@ -40,7 +40,8 @@
 //! - `ERET` takes only module `P` and `ESTO` only module `A` (GFD.20);
 //!   other modules are 504. `SPAS` takes no argument (its
 //!   IPv6 form `SPAS 2` is 504); `SPOR` takes one or more PORT-style
-//!   addresses separated by spaces.
+//!   addresses separated by spaces. `TREV` takes `PERF` or `RESTART`
+//!   (else 504) and a number of seconds below 2^32 (else 501).
 //! - `MODE` other than S and E (GridFTP's extended block mode), `STRU`
 //!   other than F, `TYPE E`, `TYPE A T|C` and `TYPE L` other than 8 are 504.
 //! - `Display` is for logs: lossy UTF-8, control characters escaped, the
@@ -192,6 +193,15 @@ pub enum Command {
         /// File to read.
         path: Arg,
     },
+    /// `TREV PERF|RESTART <seconds>`: how often a receiving server sends
+    /// `112` perf or `111` range markers, 0 for never (the Globus
+    /// server's command; its default is 5 s for both).
+    Trev {
+        /// Which marker.
+        event: MarkerEvent,
+        /// Seconds between two.
+        secs: u32,
+    },
     /// `ESTO A <offset> <pathname>`: adjusted store (GFD.20, module
     /// `A`): each block lands at its offset plus `offset`, into the file
     /// as it is (nothing is truncated).
@@ -205,6 +215,15 @@ pub enum Command {
     /// (the RIGHTSIZE extension, `ftp::rightsize`; facts as in
     /// `ftp::facts`).
     Rinf(PeerInfo),
+}
+
+/// The markers `TREV` sets the interval of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MarkerEvent {
+    /// `PERF`: `112` perf markers.
+    Perf,
+    /// `RESTART`: `111` range markers.
+    Restart,
 }
 
 /// The addresses of `SPOR`, at least one (GFD.20).

@@ -6,7 +6,8 @@
 //! ESTO) in MODE E it sends a perf marker and a range marker every 5
 //! seconds, and a last one of each before the `226`; while it sends
 //! (RETR, ERET) it sends perf markers only to a client that asked with
-//! `OPTS RETR markers=N;` (every N seconds). A perf marker is multi-line:
+//! `OPTS RETR markers=N;` (every N seconds). `TREV PERF N` and `TREV
+//! RESTART N` change a store's intervals. A perf marker is multi-line:
 //!
 //! ```text
 //! 112-Perf Marker
@@ -66,7 +67,7 @@ impl MarkerSchedule {
     /// (`OPTS RETR markers=N;`).
     pub fn retrieve(secs: u32) -> MarkerSchedule {
         MarkerSchedule {
-            perf: (secs > 0).then(|| Duration::from_secs(u64::from(secs))),
+            perf: every(secs),
             ranges: None,
         }
     }
@@ -75,6 +76,12 @@ impl MarkerSchedule {
     pub fn is_none(&self) -> bool {
         self.perf.is_none() && self.ranges.is_none()
     }
+}
+
+/// An interval of `secs` seconds, or `None` (never) for 0: how `OPTS RETR
+/// markers=N;` and `TREV` count.
+pub fn every(secs: u32) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(u64::from(secs)))
 }
 
 /// The `112` perf marker of this server's one stripe: `bytes` moved so

@@ -4,14 +4,15 @@
 //! `ERET P` (`-partial-offset`/`-partial-length`), uploads into part of
 //! one with `ESTO A`, and uploads through `SPAS` (`-stripe`);
 //! `rightsize put -P 4` reads past the markers. `SPOR`, the markers of a
-//! retrieve (`OPTS RETR markers=N;`) and their absence in stream mode are
-//! checked with a raw control connection. globus-url-copy comes from
+//! retrieve (`OPTS RETR markers=N;`) and of a slow store (`TREV`), their
+//! absence in stream mode and `ESTO A` in stream mode are checked with a
+//! raw control connection. globus-url-copy comes from
 //! `scripts/setup`; a missing one fails the test.
 #![allow(clippy::unwrap_used)]
 
 mod serve_support;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
@@ -307,6 +308,56 @@ fn a_mode_e_retrieve_sends_perf_markers_only_when_asked() {
 }
 
 #[test]
+fn a_slow_mode_e_upload_gets_markers_at_the_intervals_trev_sets() {
+    let f = Fixture::new(FILE_BYTES, 19);
+    let mut c = Control::login(f.serve.addr, USER, PASSWORD);
+    for line in ["TYPE I", "MODE E", "TREV PERF 1", "TREV RESTART 1"] {
+        assert_eq!(c.cmd(line).code(), 200, "{line}");
+    }
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR /up/slow.bin").code(), 150);
+    // 24 blocks of 128 KiB, one per 100 ms: the upload takes seconds
+    // whatever the machine, so markers every second are due on the way.
+    const BLOCK: usize = 128 << 10;
+    let content = random_bytes(24 * BLOCK, 20);
+    for (i, piece) in content.chunks(BLOCK).enumerate() {
+        let offset = (i * BLOCK) as u64;
+        data.write_all(&Header::data(offset, piece.len() as u64).encode())
+            .unwrap();
+        data.write_all(piece).unwrap();
+        thread::sleep(Duration::from_millis(100));
+    }
+    let end = Header {
+        descriptor: descriptor::EOD | descriptor::EOF,
+        count: 0,
+        offset: 1,
+    };
+    data.write_all(&end.encode()).unwrap();
+    let replies = replies_to_end(&mut c);
+    assert_eq!(replies.last().unwrap().code(), 226, "{replies:?}");
+    assert!(read(&f.root().join("up/slow.bin")) == content);
+    let total = content.len();
+    let ranges: Vec<String> = replies
+        .iter()
+        .filter(|r| r.code() == 111)
+        .map(Reply::text)
+        .collect();
+    let perf = replies.iter().filter(|r| r.code() == 112).count();
+    assert!(
+        perf >= 2,
+        "a periodic perf marker and the last: {replies:?}"
+    );
+    assert!(
+        ranges.len() >= 2,
+        "a periodic range marker and the last: {ranges:?}"
+    );
+    assert!(ranges[0].starts_with("Range Marker 0-"), "{ranges:?}");
+    assert_ne!(ranges[0], format!("Range Marker 0-{total}"));
+    assert_eq!(*ranges.last().unwrap(), format!("Range Marker 0-{total}"));
+}
+
+#[test]
 fn a_stream_mode_client_never_sees_a_marker() {
     let f = Fixture::new(FILE_BYTES, 18);
     let mut c = Control::login(f.serve.addr, USER, PASSWORD);
@@ -318,5 +369,11 @@ fn a_stream_mode_client_never_sees_a_marker() {
     let (bytes, end) = c.retr("/pub/big.bin");
     assert_eq!(end.code(), 226, "{end:?}");
     assert!(bytes == f.content);
+    // ESTO A in stream mode: the bytes follow each other from the offset.
+    assert_eq!(c.store("ESTO A 5 /up/s.bin", b"spliced").code(), 226);
+    let got = read(&f.root().join("up/s.bin"));
+    assert_eq!(got.len(), f.content.len());
+    assert_eq!(&got[5..12], b"spliced");
+    assert!(got[..5] == f.content[..5] && got[12..] == f.content[12..]);
     assert_eq!(c.cmd("NOOP").code(), 200);
 }

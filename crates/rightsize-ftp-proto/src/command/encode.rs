@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Command, EpsvArg, FileStructure, ListArgs, OptsCommand, ProtectionLevel, SiteCommand,
-    TransferMode, TransferType,
+    Command, EpsvArg, FileStructure, ListArgs, MarkerEvent, OptsCommand, ProtectionLevel,
+    SiteCommand, TransferMode, TransferType,
 };
 use crate::addr;
 use crate::facts::encode_facts;
@@ -68,6 +68,7 @@ impl Command {
             Command::Spor(_) => "SPOR",
             Command::Eret { .. } => "ERET",
             Command::Esto { .. } => "ESTO",
+            Command::Trev { .. } => "TREV",
         }
     }
 
@@ -127,6 +128,13 @@ impl Command {
             } => {
                 word(format!("P {offset} {length}").as_bytes());
                 word(path.as_bytes());
+            }
+            Command::Trev { event, secs } => {
+                let event = match event {
+                    MarkerEvent::Perf => "PERF",
+                    MarkerEvent::Restart => "RESTART",
+                };
+                word(format!("{event} {secs}").as_bytes());
             }
             Command::Esto { offset, path } => {
                 word(format!("A {offset}").as_bytes());

@@ -3,9 +3,9 @@
 //! decisions it implements.
 
 use super::{
-    Arg, Command, CommandError, EpsvArg, FileStructure, ListArgs, MlstFacts, OptsCommand,
-    OptsOther, ProtectionLevel, SiteCommand, SiteOther, StripeAddrs, Token, TransferMode,
-    TransferType,
+    Arg, Command, CommandError, EpsvArg, FileStructure, ListArgs, MarkerEvent, MlstFacts,
+    OptsCommand, OptsOther, ProtectionLevel, SiteCommand, SiteOther, StripeAddrs, Token,
+    TransferMode, TransferType,
 };
 use crate::addr::{self, AddrError};
 use crate::arg::{quote, trim_spaces};
@@ -86,6 +86,7 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"SPOR" => Command::Spor(spor(rest)?),
         b"ERET" => eret(rest)?,
         b"ESTO" => esto(rest)?,
+        b"TREV" => trev(rest)?,
         _ => return Err(CommandError::Unknown { verb: quote(verb) }),
     };
     Ok(c)
@@ -292,6 +293,29 @@ fn esto(rest: Option<&[u8]>) -> Result<Command, CommandError> {
         [offset] => Ok(Command::Esto { offset, path }),
         _ => Err(CommandError::syntax("ESTO", b"", EXPECTED)),
     }
+}
+
+/// `TREV PERF|RESTART <seconds>`.
+fn trev(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    let k = keyword("TREV", rest)?;
+    let [event, secs] = words(k)[..] else {
+        return Err(CommandError::syntax(
+            "TREV",
+            k,
+            "expected PERF or RESTART and a number of seconds",
+        ));
+    };
+    let event = match event.to_ascii_uppercase().as_slice() {
+        b"PERF" => MarkerEvent::Perf,
+        b"RESTART" => MarkerEvent::Restart,
+        _ => return Err(CommandError::not_implemented("TREV", event)),
+    };
+    let secs = decimal_u64(secs)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| {
+            CommandError::syntax("TREV", k, "expected a number of seconds below 2^32")
+        })?;
+    Ok(Command::Trev { event, secs })
 }
 
 fn eprt(rest: Option<&[u8]>) -> Result<std::net::SocketAddr, CommandError> {

@@ -374,6 +374,12 @@ fn command() -> impl Strategy<Value = Command> {
         b((any::<u64>(), arg())
             .prop_map(|(offset, path)| Command::Esto { offset, path })
             .boxed()),
+        b((
+            prop_oneof![Just(MarkerEvent::Perf), Just(MarkerEvent::Restart)],
+            any::<u32>(),
+        )
+            .prop_map(|(event, secs)| Command::Trev { event, secs })
+            .boxed()),
         b(v4_addr().prop_map(Command::Port).boxed()),
         b(prop_oneof![
             v4_addr().prop_map(SocketAddr::V4),

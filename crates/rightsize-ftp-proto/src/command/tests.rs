@@ -516,6 +516,18 @@ fn gridftp_partial_and_striped_commands() {
     ] {
         assert_eq!(code(bad), 501, "{}", bad.escape_ascii());
     }
+    assert_eq!(
+        p("TREV perf 5"),
+        Command::Trev {
+            event: MarkerEvent::Perf,
+            secs: 5
+        }
+    );
+    assert_eq!(p("TREV RESTART 0").to_line(), b"TREV RESTART 0");
+    assert_eq!(code(b"TREV BYTES 5"), 504);
+    for bad in [&b"TREV"[..], b"TREV PERF", b"TREV PERF x", b"TREV PERF 1 2"] {
+        assert_eq!(code(bad), 501, "{}", bad.escape_ascii());
+    }
     let e = parse(b"ERET P 1 /a").unwrap_err();
     assert!(e.to_string().contains("P <offset> <length> <path>"), "{e}");
     assert!(e.to_string().contains("P 1 /a"), "{e}");

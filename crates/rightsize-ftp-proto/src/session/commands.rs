@@ -138,7 +138,7 @@ pub(super) fn dispatch(
                 "The following commands are recognized.".into(),
                 " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV ERET ESTO FEAT HASH HELP LIST MDTM MKD MLSD".into(),
                 " MLST MODE NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF".into(),
-                " SITE SIZE SPAS SPOR STAT STOR STRU SYST TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
+                " SITE SIZE SPAS SPOR STAT STOR STRU SYST TREV TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
                 "Help OK.".into(),
             ],
         ),
@@ -209,6 +209,7 @@ pub(super) fn dispatch(
         Command::Esto { offset, path } => store(session, host, &path, false, Some(offset)),
         Command::Spas => gridftp::striped_passive(session, host),
         Command::Spor(addrs) => gridftp::striped_port(session, &addrs),
+        Command::Trev { event, secs } => gridftp::marker_interval(session, event, secs),
         Command::List(args) => list(session, host, &args, now_unix, ListStyle::Long),
         Command::Nlst(args) => list(session, host, &args, now_unix, ListStyle::Names),
         Command::Mlsd(path) => mlsd(session, host, path.as_ref()),
@@ -397,7 +398,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
     // The Globus server's markers: a MODE E store gets both, a MODE E
     // retrieve perf markers if the client asked (OPTS RETR markers=N;).
     let markers = match (&kind, extended) {
-        (TransferKind::Store { .. }, Some(_)) => MarkerSchedule::STORE,
+        (TransferKind::Store { .. }, Some(_)) => session.store_markers,
         (TransferKind::Retrieve { .. }, Some(_)) => {
             MarkerSchedule::retrieve(session.retr_markers_secs)
         }

@@ -2,14 +2,16 @@
 //! stripe: `SPAS` opens a passive listener as `PASV` does and names it in
 //! the striped reply; `SPOR` takes the client's stripes' addresses, checks
 //! every one as `PORT` checks its one, and connects to the first. A MODE E
-//! transfer then uses that address as it uses PASV's or PORT's.
+//! transfer then uses that address as it uses PASV's or PORT's. And the
+//! Globus server's `TREV`, which sets how often a store's markers go.
 
 use std::net::SocketAddr;
 
 use super::commands::{active, allowed_target, multiline, reply};
 use super::{DataSetup, Output, ServerHost, Session};
 use crate::addr;
-use crate::command::StripeAddrs;
+use crate::command::{MarkerEvent, StripeAddrs};
+use crate::markers::every;
 
 /// `SPAS`: a passive listener, answered as the Globus server answers
 /// (`229-Entering Striped Passive Mode.`, one ` h1,h2,h3,h4,p1,p2` line
@@ -45,6 +47,16 @@ pub(super) fn striped_port(session: &mut Session, addrs: &StripeAddrs) -> Vec<Ou
         return reply(500, "Illegal SPOR command.");
     }
     active(session, SocketAddr::V4(addrs.first()))
+}
+
+/// `TREV PERF|RESTART <seconds>`: the interval of a MODE E store's perf
+/// or range markers from the next store on, 0 for none.
+pub(super) fn marker_interval(session: &mut Session, event: MarkerEvent, secs: u32) -> Vec<Output> {
+    match event {
+        MarkerEvent::Perf => session.store_markers.perf = every(secs),
+        MarkerEvent::Restart => session.store_markers.ranges = every(secs),
+    }
+    reply(200, "Command Successful.")
 }
 
 #[cfg(test)]

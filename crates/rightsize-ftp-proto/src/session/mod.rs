@@ -134,6 +134,8 @@ pub struct Session {
     /// `OPTS RETR markers=N;`: perf markers every N seconds during a MODE
     /// E retrieve; 0 for none.
     retr_markers_secs: u32,
+    /// The markers of a MODE E store (`TREV` changes them).
+    store_markers: crate::markers::MarkerSchedule,
     transferring: bool,
     quit_after_transfer: bool,
     queued: VecDeque<Result<Command, CommandError>>,
@@ -161,6 +163,7 @@ impl Session {
             extended: false,
             parallelism: 1,
             retr_markers_secs: 0,
+            store_markers: crate::markers::MarkerSchedule::STORE,
             transferring: false,
             quit_after_transfer: false,
             queued: VecDeque::new(),

@@ -149,3 +149,19 @@ fn markers_only_in_mode_e_and_on_a_retrieve_only_when_asked() {
     c.done(TransferOutcome::Complete { bytes: 10 });
     assert_eq!(c.codes("OPTS RETR markers=soon;"), [501]);
 }
+
+#[test]
+fn trev_sets_the_intervals_of_a_stores_markers() {
+    let mut c = Client::logged_in("alice", "secret");
+    c.send("MODE E");
+    assert_eq!(c.codes("TREV PERF 1"), [200]);
+    assert_eq!(c.codes("TREV restart 0"), [200]);
+    c.send("PASV");
+    let markers = c.transfer("STOR /pub/e.bin").markers;
+    assert_eq!(markers.perf, Some(std::time::Duration::from_secs(1)));
+    assert_eq!(markers.ranges, None);
+    c.done(TransferOutcome::Complete { bytes: 1 });
+    assert_eq!(c.codes("TREV BYTES 1"), [504]);
+    assert_eq!(c.codes("TREV PERF soon"), [501]);
+    assert_eq!(c.codes("TREV PERF"), [501]);
+}
