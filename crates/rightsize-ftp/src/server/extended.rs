@@ -6,13 +6,15 @@
 //! asked, and the connections share the file's blocks. They end with EOD
 //! and stay open, as the Globus server's do: the next send to the same
 //! address takes those the client has not closed (a pipelined tree
-//! download then pays no handshake per file).
+//! download then pays no handshake per file). A part of a file (ERET P)
+//! goes in blocks numbered from 0, as if it were the whole file.
 //!
 //! Receiving (a store, [`receive`]): the client connects to the passive
 //! listener as many times as it likes (up to 64), the connections a client
 //! kept open after its last upload included; each connection's blocks are
 //! written at their offsets, and the upload appears under its name only
-//! once it is whole.
+//! once it is whole. The ranges written so far are kept in the
+//! transfer's `Progress` for the `111` range markers.
 //!
 //! Guarantees: every socket is made by `rightsize_sys::socket` with the
 //! SBUF request applied before the handshake (accepted ones: right after),
