@@ -37,6 +37,11 @@
 //!   argument is an empty summary, malformed facts are 501 naming the
 //!   offending fact. `OPTS RIGHTSIZE` takes `ON`, `ON UDP=<port>` or `OFF`,
 //!   case-insensitively; anything else is 501.
+//! - `ERET` takes only module `P` and `ESTO` only module `A` (GFD.20);
+//!   other modules are 504. `SPAS` takes no argument (its
+//!   IPv6 form `SPAS 2` is 504); `SPOR` takes one or more PORT-style
+//!   addresses separated by spaces. `TREV` takes `PERF` or `RESTART`
+//!   (else 504) and a number of seconds below 2^32 (else 501).
 //! - `MODE` other than S and E (GridFTP's extended block mode), `STRU`
 //!   other than F, `TYPE E`, `TYPE A T|C` and `TYPE L` other than 8 are 504.
 //! - `Display` is for logs: lossy UTF-8, control characters escaped, the
@@ -171,10 +176,78 @@ pub enum Command {
     },
     /// `HASH <pathname>` (draft-bryan-ftpext-hash-02 3.1).
     Hash(Arg),
+    /// `SPAS`: striped passive (GFD.20): like `PASV`, but the reply
+    /// lists one `h1,h2,h3,h4,p1,p2` per stripe (this server has one).
+    Spas,
+    /// `SPOR <h1,h2,h3,h4,p1,p2> [<h1,...,p2> ...]`: striped port (GFD.20):
+    /// like `PORT`, one address per stripe of the client.
+    Spor(StripeAddrs),
+    /// `ERET P <offset> <length> <pathname>`: partial retrieve (GFD.20,
+    /// module `P`): `length` bytes from `offset`; in MODE E the blocks
+    /// are numbered from 0, as if the part were the whole file.
+    Eret {
+        /// First byte of the file to send.
+        offset: u64,
+        /// Bytes to send (fewer if the file ends first).
+        length: u64,
+        /// File to read.
+        path: Arg,
+    },
+    /// `TREV PERF|RESTART <seconds>`: how often a receiving server sends
+    /// `112` perf or `111` range markers, 0 for never (the Globus
+    /// server's command; its default is 5 s for both).
+    Trev {
+        /// Which marker.
+        event: MarkerEvent,
+        /// Seconds between two.
+        secs: u32,
+    },
+    /// `ESTO A <offset> <pathname>`: adjusted store (GFD.20, module
+    /// `A`): each block lands at its offset plus `offset`, into the file
+    /// as it is (nothing is truncated).
+    Esto {
+        /// Added to every block's offset.
+        offset: u64,
+        /// File to write.
+        path: Arg,
+    },
     /// `RINF [<facts>]`: the client's `TCP_INFO` summary during a transfer
     /// (the RIGHTSIZE extension, `ftp::rightsize`; facts as in
     /// `ftp::facts`).
     Rinf(PeerInfo),
+}
+
+/// The markers `TREV` sets the interval of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MarkerEvent {
+    /// `PERF`: `112` perf markers.
+    Perf,
+    /// `RESTART`: `111` range markers.
+    Restart,
+}
+
+/// The addresses of `SPOR`, at least one (GFD.20).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StripeAddrs {
+    first: SocketAddrV4,
+    more: Vec<SocketAddrV4>,
+}
+
+impl StripeAddrs {
+    /// The addresses `first`, then `more`, in the order sent.
+    pub fn new(first: SocketAddrV4, more: Vec<SocketAddrV4>) -> StripeAddrs {
+        StripeAddrs { first, more }
+    }
+
+    /// The first stripe's address: the one a single-stripe server uses.
+    pub fn first(&self) -> SocketAddrV4 {
+        self.first
+    }
+
+    /// Every address, in the order sent.
+    pub fn all(&self) -> impl Iterator<Item = SocketAddrV4> + '_ {
+        std::iter::once(self.first).chain(self.more.iter().copied())
+    }
 }
 
 /// Representation type of `TYPE` (RFC 959 3.1.1).

@@ -27,6 +27,7 @@ pub mod command;
 pub mod entries;
 pub mod facts;
 pub mod line;
+pub mod markers;
 pub mod mode_e;
 pub mod notice;
 pub mod path;

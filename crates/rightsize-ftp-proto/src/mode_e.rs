@@ -28,22 +28,46 @@ pub const HEADER_BYTES: usize = 17;
 /// The most connections one `OPTS RETR Parallelism=` may ask for.
 pub const MAX_PARALLELISM: u32 = 64;
 
-/// The starting parallelism of `OPTS RETR` arguments, such as
-/// `Parallelism=4,4,4;` (start, minimum, maximum; GFD.20 5). Other options
-/// (`StripeLayout=...;`) are accepted and ignored; no `Parallelism` means 1.
-pub fn parse_retr_opts(args: &str) -> Result<u32, String> {
-    let mut start = 1;
+/// What `OPTS RETR` sets (GFD.20 5, and the Globus server's `markers=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetrOpts {
+    /// The starting parallelism (`Parallelism=start,min,max;`); 1 when
+    /// not given.
+    pub parallelism: u32,
+    /// `markers=N;`: send a `112` perf marker every N seconds during a
+    /// retrieve in MODE E, 0 for none (the Globus server's default).
+    /// `None` when not given: the setting stays as it was.
+    pub markers_secs: Option<u32>,
+}
+
+/// Parses `OPTS RETR` arguments, such as `Parallelism=4,4,4;` (start,
+/// minimum, maximum; GFD.20 5) or `markers=5;`. Other options
+/// (`StripeLayout=...;`) are accepted and ignored.
+pub fn parse_retr_opts(args: &str) -> Result<RetrOpts, String> {
+    let mut opts = RetrOpts {
+        parallelism: 1,
+        markers_secs: None,
+    };
     for option in args.split(';').map(str::trim).filter(|o| !o.is_empty()) {
         let Some((name, value)) = option.split_once('=') else {
             return Err(format!(
                 "RETR option \"{option}\" is not NAME=VALUE, like Parallelism=4,4,4;"
             ));
         };
-        if !name.trim().eq_ignore_ascii_case("Parallelism") {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("markers") {
+            opts.markers_secs = Some(value.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "markers \"{value}\" must be a number of seconds (0 for none), like markers=5;"
+                )
+            })?);
+            continue;
+        }
+        if !name.eq_ignore_ascii_case("Parallelism") {
             continue;
         }
         let first = value.split(',').next().unwrap_or("").trim();
-        start = match first.parse::<u32>() {
+        opts.parallelism = match first.parse::<u32>() {
             Ok(n) if (1..=MAX_PARALLELISM).contains(&n) => n,
             _ => {
                 return Err(format!(
@@ -52,7 +76,7 @@ pub fn parse_retr_opts(args: &str) -> Result<u32, String> {
             }
         };
     }
-    Ok(start)
+    Ok(opts)
 }
 
 /// Descriptor bits (GFD.20 3.1).

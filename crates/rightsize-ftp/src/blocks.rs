@@ -72,12 +72,26 @@ pub(crate) enum Source {
     Zeros,
     /// Bytes in memory (a listing).
     Bytes(Vec<u8>),
+    /// A part of a file that starts at `base` (a partial retrieve, ERET
+    /// P): block offset 0 is the file's byte `base`.
+    Window {
+        /// The file.
+        file: File,
+        /// The file offset of block offset 0.
+        base: u64,
+    },
 }
 
 impl Source {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         match self {
             Source::File(file) => file.read_exact_at(buf, offset),
+            Source::Window { file, base } => {
+                let at = base
+                    .checked_add(offset)
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+                file.read_exact_at(buf, at)
+            }
             Source::Zeros => {
                 buf.fill(0);
                 Ok(())

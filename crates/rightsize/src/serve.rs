@@ -18,7 +18,8 @@ use rightsize_tune::write_size::WriteSize;
 
 pub const SERVE_ABOUT: &str = "\
 An FTP server (RFC 959 with FEAT, EPSV/EPRT, MLSD/MLST, SIZE, MDTM, REST STREAM, and GridFTP's \
-SBUF, CKSM and MODE E parallel streams, as globus-url-copy -p N uses them) whose data connections \
+SBUF, CKSM and MODE E parallel streams with perf and range markers, ERET/ESTO and SPAS/SPOR, as \
+globus-url-copy -p N, -partial-offset and -stripe use them) whose data connections \
 rightsize's socket layer makes: the buffers a client asks for with SBUF are applied before the \
 handshake, read back and logged.
 

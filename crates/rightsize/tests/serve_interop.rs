@@ -9,95 +9,15 @@
 
 mod serve_support;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use serve_support::{Serve, random_bytes};
+use serve_support::{Fixture, PASSWORD, USER, run};
 
 const FILE_BYTES: usize = 64 << 20;
-const USER: &str = "alice";
-const PASSWORD: &str = "s3cret-pw";
-
-/// A served root with `pub/big.bin` and a writable `up/`, and a password
-/// file giving `alice` write access.
-struct Fixture {
-    dir: tempfile::TempDir,
-    content: Vec<u8>,
-    serve: Serve,
-}
-
-impl Fixture {
-    fn new(seed: u64) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(root.join("pub")).unwrap();
-        std::fs::create_dir_all(root.join("up")).unwrap();
-        let content = random_bytes(FILE_BYTES, seed);
-        std::fs::write(root.join("pub/big.bin"), &content).unwrap();
-        std::fs::write(dir.path().join("local.bin"), &content).unwrap();
-        let users = dir.path().join("users");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(["passwd"])
-            .arg(&users)
-            .arg(USER)
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        writeln!(child.stdin.take().unwrap(), "{PASSWORD}").unwrap();
-        assert!(child.wait().unwrap().success());
-        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
-        Fixture {
-            dir,
-            content,
-            serve,
-        }
-    }
-
-    fn root(&self) -> PathBuf {
-        self.dir.path().join("root")
-    }
-
-    fn local(&self) -> PathBuf {
-        self.dir.path().join("local.bin")
-    }
-
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("out.bin")
-    }
-
-    fn host_port(&self) -> String {
-        self.serve.addr.to_string()
-    }
-
-    fn assert_same(&self, path: &Path, what: &str) {
-        let got = std::fs::read(path).unwrap_or_else(|e| panic!("{what}: {}: {e}", path.display()));
-        assert!(
-            got.len() == self.content.len() && got == self.content,
-            "{what}: {} bytes differ",
-            path.display()
-        );
-    }
-}
-
-fn run(what: &str, cmd: &mut Command) -> Output {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run ({e}); scripts/setup installs it"));
-    assert!(
-        out.status.success(),
-        "{what} failed: {}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 #[test]
 fn curl_downloads_and_uploads() {
-    let f = Fixture::new(1);
+    let f = Fixture::new(FILE_BYTES, 1);
     run(
         "curl download",
         Command::new("curl")
@@ -130,7 +50,7 @@ fn curl_downloads_and_uploads() {
 
 #[test]
 fn lftp_downloads_and_uploads() {
-    let f = Fixture::new(2);
+    let f = Fixture::new(FILE_BYTES, 2);
     let script = format!(
         "set ftp:ssl-allow no; set net:max-retries 1; set net:timeout 20; \
          get /pub/big.bin -o {out}; put {local} -o /up/lftp.bin; quit",
@@ -149,7 +69,7 @@ fn lftp_downloads_and_uploads() {
 
 #[test]
 fn lftp_pget_mirror_and_reget_and_curl_resume() {
-    let f = Fixture::new(8);
+    let f = Fixture::new(FILE_BYTES, 8);
     let root = f.root();
     std::fs::create_dir_all(root.join("pub/sub")).unwrap();
     std::fs::write(root.join("pub/sub/small.bin"), &f.content[..3000]).unwrap();
@@ -200,7 +120,7 @@ fn lftp_pget_mirror_and_reget_and_curl_resume() {
 
 #[test]
 fn python_ftplib_downloads_and_uploads() {
-    let f = Fixture::new(3);
+    let f = Fixture::new(FILE_BYTES, 3);
     let script = r#"
 import ftplib, sys
 host, port, user, pw, out, local = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
@@ -245,7 +165,7 @@ ftp.quit()
 
 #[test]
 fn tnftp_downloads_and_uploads() {
-    let f = Fixture::new(4);
+    let f = Fixture::new(FILE_BYTES, 4);
     run(
         "tnftp download",
         Command::new("tnftp")
@@ -269,7 +189,7 @@ fn tnftp_downloads_and_uploads() {
 
 #[test]
 fn globus_url_copy_downloads_and_uploads_with_sbuf() {
-    let f = Fixture::new(5);
+    let f = Fixture::new(FILE_BYTES, 5);
     let out_url = format!("file://{}", f.out().display());
     run(
         "globus-url-copy download",
@@ -293,7 +213,7 @@ fn globus_url_copy_downloads_and_uploads_with_sbuf() {
 
 #[test]
 fn globus_url_copy_downloads_a_file_and_a_tree_over_four_streams_in_mode_e() {
-    let f = Fixture::new(6);
+    let f = Fixture::new(FILE_BYTES, 6);
     let out_url = format!("file://{}", f.out().display());
     let out = run(
         "globus-url-copy -p 4 download",
@@ -335,7 +255,7 @@ fn globus_url_copy_downloads_a_file_and_a_tree_over_four_streams_in_mode_e() {
 
 #[test]
 fn globus_url_copy_uploads_a_file_and_a_tree_over_four_streams_in_mode_e() {
-    let f = Fixture::new(7);
+    let f = Fixture::new(FILE_BYTES, 7);
     run(
         "globus-url-copy -p 4 upload",
         Command::new("globus-url-copy")

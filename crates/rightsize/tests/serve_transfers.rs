@@ -190,7 +190,8 @@ fn block(descriptor: u8, offset: u64, data: &[u8]) -> Vec<u8> {
 }
 
 /// A MODE E upload of `pub/e.bin` over `streams`, each given its bytes
-/// (then closed); returns the final reply.
+/// (then closed); returns the final reply, after the `111`/`112`
+/// markers a MODE E store ends with.
 fn mode_e_upload(f: &Fixture, streams: &[Vec<u8>]) -> rightsize_ftp_proto::Reply {
     let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
     assert_eq!(c.cmd("MODE E").code(), 200);
@@ -202,7 +203,11 @@ fn mode_e_upload(f: &Fixture, streams: &[Vec<u8>]) -> rightsize_ftp_proto::Reply
         // In order: each connection's blocks are read before the next's.
         std::thread::sleep(Duration::from_millis(50));
     }
-    c.reply()
+    let mut reply = c.reply();
+    while reply.code() < 200 {
+        reply = c.reply();
+    }
+    reply
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Command, EpsvArg, FileStructure, ListArgs, OptsCommand, ProtectionLevel, SiteCommand,
-    TransferMode, TransferType,
+    Command, EpsvArg, FileStructure, ListArgs, MarkerEvent, OptsCommand, ProtectionLevel,
+    SiteCommand, TransferMode, TransferType,
 };
 use crate::addr;
 use crate::facts::encode_facts;
@@ -64,6 +64,11 @@ impl Command {
             Command::Cksm { .. } => "CKSM",
             Command::Hash(_) => "HASH",
             Command::Rinf(_) => "RINF",
+            Command::Spas => "SPAS",
+            Command::Spor(_) => "SPOR",
+            Command::Eret { .. } => "ERET",
+            Command::Esto { .. } => "ESTO",
+            Command::Trev { .. } => "TREV",
         }
     }
 
@@ -109,7 +114,32 @@ impl Command {
             | Command::Pwd
             | Command::Syst
             | Command::Noop
-            | Command::Feat => {}
+            | Command::Feat
+            | Command::Spas => {}
+            Command::Spor(addrs) => {
+                for a in addrs.all() {
+                    word(addr::format_port_arg(a).as_bytes());
+                }
+            }
+            Command::Eret {
+                offset,
+                length,
+                path,
+            } => {
+                word(format!("P {offset} {length}").as_bytes());
+                word(path.as_bytes());
+            }
+            Command::Trev { event, secs } => {
+                let event = match event {
+                    MarkerEvent::Perf => "PERF",
+                    MarkerEvent::Restart => "RESTART",
+                };
+                word(format!("{event} {secs}").as_bytes());
+            }
+            Command::Esto { offset, path } => {
+                word(format!("A {offset}").as_bytes());
+                word(path.as_bytes());
+            }
             Command::Port(a) => word(addr::format_port_arg(*a).as_bytes()),
             Command::Eprt(a) => word(addr::format_eprt_arg(*a).as_bytes()),
             Command::Type(t) => word(match t {

@@ -3,8 +3,9 @@
 //! decisions it implements.
 
 use super::{
-    Arg, Command, CommandError, EpsvArg, FileStructure, ListArgs, MlstFacts, OptsCommand,
-    OptsOther, ProtectionLevel, SiteCommand, SiteOther, Token, TransferMode, TransferType,
+    Arg, Command, CommandError, EpsvArg, FileStructure, ListArgs, MarkerEvent, MlstFacts,
+    OptsCommand, OptsOther, ProtectionLevel, SiteCommand, SiteOther, StripeAddrs, Token,
+    TransferMode, TransferType,
 };
 use crate::addr::{self, AddrError};
 use crate::arg::{quote, trim_spaces};
@@ -81,6 +82,11 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"CKSM" => cksm(rest)?,
         b"HASH" => Command::Hash(required("HASH", rest)?),
         b"RINF" => Command::Rinf(rinf(rest)?),
+        b"SPAS" => spas(rest)?,
+        b"SPOR" => Command::Spor(spor(rest)?),
+        b"ERET" => eret(rest)?,
+        b"ESTO" => esto(rest)?,
+        b"TREV" => trev(rest)?,
         _ => return Err(CommandError::Unknown { verb: quote(verb) }),
     };
     Ok(c)
@@ -191,6 +197,125 @@ fn port(rest: Option<&[u8]>) -> Result<std::net::SocketAddrV4, CommandError> {
     let s = std::str::from_utf8(k).map_err(|_| CommandError::syntax("PORT", k, "not ASCII"))?;
     addr::parse_port_arg(s)
         .map_err(|_| CommandError::syntax("PORT", k, "expected h1,h2,h3,h4,p1,p2"))
+}
+
+/// `SPAS`: no argument; the IPv6 form `SPAS 2` is not offered (504).
+fn spas(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    match rest.map(trim_spaces) {
+        None | Some([]) => Ok(Command::Spas),
+        Some(k) => Err(CommandError::not_implemented("SPAS", k)),
+    }
+}
+
+/// `SPOR h1,h2,h3,h4,p1,p2 [h1,...,p2 ...]`: one PORT address per stripe.
+fn spor(rest: Option<&[u8]>) -> Result<StripeAddrs, CommandError> {
+    let k = keyword("SPOR", rest)?;
+    let bad = || {
+        CommandError::syntax(
+            "SPOR",
+            k,
+            "expected one or more h1,h2,h3,h4,p1,p2 separated by spaces",
+        )
+    };
+    let mut addrs = words(k).into_iter().map(|w| {
+        std::str::from_utf8(w)
+            .ok()
+            .and_then(|s| addr::parse_port_arg(s).ok())
+            .ok_or_else(bad)
+    });
+    let first = addrs.next().ok_or_else(bad)??;
+    let more = addrs.collect::<Result<Vec<_>, _>>()?;
+    Ok(StripeAddrs::new(first, more))
+}
+
+/// `bytes` without its leading spaces.
+fn skip_spaces(bytes: &[u8]) -> &[u8] {
+    &bytes[bytes.iter().position(|b| *b != b' ').unwrap_or(bytes.len())..]
+}
+
+/// What follows the module word of `ERET`/`ESTO`: `count` numbers, then
+/// the path (everything after the single space that follows the last
+/// number). `None` if the line does not have that shape.
+fn module_args(whole: &[u8], count: usize) -> Option<(Vec<u64>, &[u8])> {
+    let (_module, after) = split_word(skip_spaces(whole));
+    let mut s = after?;
+    let mut numbers = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (word, after) = split_word(skip_spaces(s));
+        numbers.push(decimal_u64(word)?);
+        s = after?;
+    }
+    Some((numbers, s))
+}
+
+/// The arguments of `ERET`/`ESTO`: the module word must be `module`
+/// (another is 504), then `count` numbers and the path; `expected` says
+/// what a 501 expects.
+fn module_command(
+    verb: &'static str,
+    rest: Option<&[u8]>,
+    module: &[u8],
+    count: usize,
+    expected: &'static str,
+) -> Result<(Vec<u64>, Arg), CommandError> {
+    let whole = rest.unwrap_or(&[]);
+    let word = split_word(skip_spaces(whole)).0;
+    if word.is_empty() {
+        return Err(CommandError::syntax(verb, b"", "missing argument"));
+    }
+    if !word.eq_ignore_ascii_case(module) {
+        return Err(CommandError::not_implemented(verb, word));
+    }
+    let (numbers, path) =
+        module_args(whole, count).ok_or_else(|| CommandError::syntax(verb, whole, expected))?;
+    Ok((numbers, required(verb, Some(path))?))
+}
+
+/// `ERET P <offset> <length> <path>`; another module is 504.
+fn eret(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    const EXPECTED: &str = "expected P <offset> <length> <path>";
+    let (numbers, path) = module_command("ERET", rest, b"P", 2, EXPECTED)?;
+    match numbers[..] {
+        [offset, length] => Ok(Command::Eret {
+            offset,
+            length,
+            path,
+        }),
+        _ => Err(CommandError::syntax("ERET", b"", EXPECTED)),
+    }
+}
+
+/// `ESTO A <offset> <path>`; another module is 504.
+fn esto(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    const EXPECTED: &str = "expected A <offset> <path>";
+    let (numbers, path) = module_command("ESTO", rest, b"A", 1, EXPECTED)?;
+    match numbers[..] {
+        [offset] => Ok(Command::Esto { offset, path }),
+        _ => Err(CommandError::syntax("ESTO", b"", EXPECTED)),
+    }
+}
+
+/// `TREV PERF|RESTART <seconds>`.
+fn trev(rest: Option<&[u8]>) -> Result<Command, CommandError> {
+    let k = keyword("TREV", rest)?;
+    let [event, secs] = words(k)[..] else {
+        return Err(CommandError::syntax(
+            "TREV",
+            k,
+            "expected PERF or RESTART and a number of seconds",
+        ));
+    };
+    let event = match event.to_ascii_uppercase().as_slice() {
+        b"PERF" => MarkerEvent::Perf,
+        b"RESTART" => MarkerEvent::Restart,
+        _ => return Err(CommandError::not_implemented("TREV", event)),
+    };
+    let secs = decimal_u64(secs)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| {
+            CommandError::syntax("TREV", k, "expected a number of seconds below 2^32")
+        })?;
+    Ok(Command::Trev { event, secs })
 }
 
 fn eprt(rest: Option<&[u8]>) -> Result<std::net::SocketAddr, CommandError> {

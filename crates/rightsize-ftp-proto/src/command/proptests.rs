@@ -358,8 +358,28 @@ fn command() -> impl Strategy<Value = Command> {
             Just(Command::Stru(FileStructure::File)),
             Just(Command::Mode(TransferMode::Stream)),
             Just(Command::Mode(TransferMode::Extended)),
+            Just(Command::Spas),
         ]
         .boxed()),
+        b((v4_addr(), vec(v4_addr(), 0..3))
+            .prop_map(|(first, more)| Command::Spor(StripeAddrs::new(first, more)))
+            .boxed()),
+        b((any::<u64>(), any::<u64>(), arg())
+            .prop_map(|(offset, length, path)| Command::Eret {
+                offset,
+                length,
+                path,
+            })
+            .boxed()),
+        b((any::<u64>(), arg())
+            .prop_map(|(offset, path)| Command::Esto { offset, path })
+            .boxed()),
+        b((
+            prop_oneof![Just(MarkerEvent::Perf), Just(MarkerEvent::Restart)],
+            any::<u32>(),
+        )
+            .prop_map(|(event, secs)| Command::Trev { event, secs })
+            .boxed()),
         b(v4_addr().prop_map(Command::Port).boxed()),
         b(prop_oneof![
             v4_addr().prop_map(SocketAddr::V4),

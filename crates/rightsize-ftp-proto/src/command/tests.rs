@@ -460,3 +460,75 @@ fn rest_with_long_ranges() {
     let line = "REST 0-8508932096,8509980672-8510242816,8511029248-8511291392";
     assert!(matches!(p(line), Command::RestRanges(_)));
 }
+
+#[test]
+fn gridftp_partial_and_striped_commands() {
+    assert_eq!(
+        p("ERET P 100 200 /data/a file "),
+        Command::Eret {
+            offset: 100,
+            length: 200,
+            path: a(b"/data/a file "),
+        }
+    );
+    assert_eq!(
+        p("eret p  5  6 x"),
+        Command::Eret {
+            offset: 5,
+            length: 6,
+            path: a(b"x"),
+        }
+    );
+    assert_eq!(
+        p("ESTO A 4096 /up/b"),
+        Command::Esto {
+            offset: 4096,
+            path: a(b"/up/b"),
+        }
+    );
+    assert_eq!(p("SPAS"), Command::Spas);
+    let port = |p: u16| SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 1), p);
+    assert_eq!(
+        p("SPOR 127,0,0,1,4,1 127,0,0,1,4,2"),
+        Command::Spor(StripeAddrs::new(port(1025), vec![port(1026)]))
+    );
+    assert_eq!(
+        p("SPOR 127,0,0,1,4,1 127,0,0,1,4,2").to_line(),
+        b"SPOR 127,0,0,1,4,1 127,0,0,1,4,2"
+    );
+    // Modules this server does not offer are 504; broken lines 501, and
+    // the error quotes what was sent.
+    assert_eq!(code(b"ERET mode=\"x\" /a"), 504);
+    assert_eq!(code(b"ESTO P 1 /a"), 504);
+    assert_eq!(code(b"SPAS 2"), 504);
+    for bad in [
+        &b"ERET"[..],
+        b"ERET P",
+        b"ERET P 1 /a",
+        b"ERET P 1 2",
+        b"ERET P 1 2 ",
+        b"ERET P -1 2 /a",
+        b"ESTO A",
+        b"ESTO A /a",
+        b"SPOR",
+        b"SPOR 127,0,0,1,4",
+        b"SPOR 127,0,0,1,4,1 x",
+    ] {
+        assert_eq!(code(bad), 501, "{}", bad.escape_ascii());
+    }
+    assert_eq!(
+        p("TREV perf 5"),
+        Command::Trev {
+            event: MarkerEvent::Perf,
+            secs: 5
+        }
+    );
+    assert_eq!(p("TREV RESTART 0").to_line(), b"TREV RESTART 0");
+    assert_eq!(code(b"TREV BYTES 5"), 504);
+    for bad in [&b"TREV"[..], b"TREV PERF", b"TREV PERF x", b"TREV PERF 1 2"] {
+        assert_eq!(code(bad), 501, "{}", bad.escape_ascii());
+    }
+    let e = parse(b"ERET P 1 /a").unwrap_err();
+    assert!(e.to_string().contains("P <offset> <length> <path>"), "{e}");
+    assert!(e.to_string().contains("P 1 /a"), "{e}");
+}

@@ -299,12 +299,13 @@ fn the_senders_cursor_gives_the_missing_blocks_in_file_order() {
 
 #[test]
 fn retr_options_give_the_starting_parallelism() {
-    assert_eq!(parse_retr_opts("Parallelism=4,4,4;"), Ok(4));
+    let parallelism = |args| parse_retr_opts(args).map(|o| o.parallelism);
+    assert_eq!(parallelism("Parallelism=4,4,4;"), Ok(4));
     assert_eq!(
-        parse_retr_opts("StripeLayout=Blocked;BlockSize=1024;parallelism=8,1,16;"),
+        parallelism("StripeLayout=Blocked;BlockSize=1024;parallelism=8,1,16;"),
         Ok(8)
     );
-    assert_eq!(parse_retr_opts(""), Ok(1));
+    assert_eq!(parallelism(""), Ok(1));
     for bad in [
         "Parallelism=0,1,1;",
         "Parallelism=65;",
@@ -313,5 +314,17 @@ fn retr_options_give_the_starting_parallelism() {
     ] {
         let e = parse_retr_opts(bad).unwrap_err();
         assert!(e.contains("like Parallelism=4,4,4;"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn retr_options_give_the_perf_marker_interval() {
+    let markers = |args| parse_retr_opts(args).map(|o| o.markers_secs);
+    assert_eq!(markers("markers=5;"), Ok(Some(5)));
+    assert_eq!(markers("Parallelism=4,4,4;Markers=0;"), Ok(Some(0)));
+    assert_eq!(markers("Parallelism=4,4,4;"), Ok(None));
+    for bad in ["markers=;", "markers=-1;", "markers=soon;"] {
+        let e = parse_retr_opts(bad).unwrap_err();
+        assert!(e.contains("like markers=5;"), "{bad}: {e}");
     }
 }

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use super::bench;
+use super::gridftp;
 use super::listing::{self, UtcTime};
 use super::rightsize;
 use super::{
@@ -12,16 +13,17 @@ use super::{
     sbuf_sizes_text,
 };
 use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferMode, TransferType};
+use crate::markers::MarkerSchedule;
 use crate::mode_e;
 use crate::reply::quote_pathname;
 use crate::rightsize::RightsizeFeature;
 use crate::{Arg, Command, Reply, VirtualPath, addr};
 
-fn reply(code: u16, text: &str) -> Vec<Output> {
+pub(super) fn reply(code: u16, text: &str) -> Vec<Output> {
     vec![Output::Reply(Reply::trusted(code, text.to_owned()))]
 }
 
-fn multiline(code: u16, lines: Vec<String>) -> Vec<Output> {
+pub(super) fn multiline(code: u16, lines: Vec<String>) -> Vec<Output> {
     let reply =
         Reply::multiline(code, lines).unwrap_or_else(|_| Reply::trusted(code, "End".into()));
     vec![Output::Reply(reply)]
@@ -33,6 +35,12 @@ fn features(host: &dyn ServerHost) -> Vec<String> {
     let mut feats = vec![
         "EPRT".to_owned(),
         "EPSV".into(),
+        // GridFTP's partial retrieve, adjusted store and striped
+        // passive/port (GFD.20), as the Globus server names them.
+        "ERET".into(),
+        "ESTO".into(),
+        "SPAS".into(),
+        "SPOR".into(),
         "MDTM".into(),
         "MLST type*;size*;modify*;perm*;".into(),
         // GridFTP's MODE E with OPTS RETR Parallelism (GFD.20), as the
@@ -79,6 +87,7 @@ fn is_write(command: &Command) -> bool {
     matches!(
         command,
         Command::Stor(_)
+            | Command::Esto { .. }
             | Command::Appe(_)
             | Command::Stou(_)
             | Command::Dele(_)
@@ -127,9 +136,9 @@ pub(super) fn dispatch(
             214,
             vec![
                 "The following commands are recognized.".into(),
-                " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV FEAT HASH HELP LIST MDTM MKD MLSD MLST MODE".into(),
-                " NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF SITE SIZE".into(),
-                " STAT STOR STRU SYST TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
+                " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV ERET ESTO FEAT HASH HELP LIST MDTM MKD MLSD".into(),
+                " MLST MODE NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF".into(),
+                " SITE SIZE SPAS SPOR STAT STOR STRU SYST TREV TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
                 "Help OK.".into(),
             ],
         ),
@@ -139,8 +148,11 @@ pub(super) fn dispatch(
         Command::Opts(OptsCommand::Other(o)) if o.command().eq_ignore_ascii_case("RETR") => {
             let args = o.args().map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned());
             match mode_e::parse_retr_opts(args.as_deref().unwrap_or("")) {
-                Ok(n) => {
-                    session.parallelism = n;
+                Ok(opts) => {
+                    session.parallelism = opts.parallelism;
+                    if let Some(secs) = opts.markers_secs {
+                        session.retr_markers_secs = secs;
+                    }
                     reply(200, "OPTS Command Successful.")
                 }
                 Err(why) => reply(501, &why),
@@ -190,9 +202,14 @@ pub(super) fn dispatch(
             reply(350, &format!("Restart position accepted ({offset})."))
         }
         Command::RestRanges(ranges) => restart_ranges(session, ranges),
-        Command::Retr(path) => retrieve(session, host, &path),
-        Command::Stor(path) => store(session, host, &path, false),
-        Command::Appe(path) => store(session, host, &path, true),
+        Command::Retr(path) => retrieve(session, host, &path, None),
+        Command::Eret { offset, length, path } => retrieve(session, host, &path, Some((offset, length))),
+        Command::Stor(path) => store(session, host, &path, false, None),
+        Command::Appe(path) => store(session, host, &path, true, None),
+        Command::Esto { offset, path } => store(session, host, &path, false, Some(offset)),
+        Command::Spas => gridftp::striped_passive(session, host),
+        Command::Spor(addrs) => gridftp::striped_port(session, &addrs),
+        Command::Trev { event, secs } => gridftp::marker_interval(session, event, secs),
         Command::List(args) => list(session, host, &args, now_unix, ListStyle::Long),
         Command::Nlst(args) => list(session, host, &args, now_unix, ListStyle::Names),
         Command::Mlsd(path) => mlsd(session, host, path.as_ref()),
@@ -316,11 +333,15 @@ fn passive(session: &mut Session, host: &mut dyn ServerHost, extended: bool) -> 
 
 /// RFC 2577 section 3: data connections only to the client itself, and
 /// never to a privileged port (the FTP bounce attack).
-fn active(session: &mut Session, target: SocketAddr) -> Vec<Output> {
+pub(super) fn allowed_target(session: &Session, target: SocketAddr) -> bool {
+    target.ip().to_canonical() == session.peer.ip().to_canonical() && target.port() >= 1024
+}
+
+pub(super) fn active(session: &mut Session, target: SocketAddr) -> Vec<Output> {
     if session.epsv_all {
         return reply(501, "PORT not allowed after EPSV ALL.");
     }
-    if target.ip().to_canonical() != session.peer.ip().to_canonical() || target.port() < 1024 {
+    if !allowed_target(session, target) {
         return reply(500, "Illegal PORT command.");
     }
     session.data = DataSetup::Active(target);
@@ -374,6 +395,15 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
     let Some(endpoint) = endpoint else {
         return reply(425, "Use PORT or PASV first.");
     };
+    // The Globus server's markers: a MODE E store gets both, a MODE E
+    // retrieve perf markers if the client asked (OPTS RETR markers=N;).
+    let markers = match (&kind, extended) {
+        (TransferKind::Store { .. }, Some(_)) => session.store_markers,
+        (TransferKind::Retrieve { .. }, Some(_)) => {
+            MarkerSchedule::retrieve(session.retr_markers_secs)
+        }
+        _ => MarkerSchedule::NONE,
+    };
     session.transferring = true;
     session.rest = 0;
     session.rest_ranges = None;
@@ -383,6 +413,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
         sbuf: session.sbuf,
         extended,
         start_reply: Reply::trusted(150, start_text),
+        markers,
     })]
 }
 
@@ -418,30 +449,59 @@ fn mode_name(session: &Session) -> &'static str {
     if session.binary { "BINARY" } else { "ASCII" }
 }
 
-fn retrieve(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
+/// RETR, or with `part` (offset, length) ERET P: that part of the file,
+/// cut where the file ends, as the Globus server does.
+fn retrieve(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    arg: &Arg,
+    part: Option<(u64, u64)>,
+) -> Vec<Output> {
     let path = match resolve(session, arg.as_bytes()) {
         Ok(path) => path,
         Err(out) => return out,
     };
     match host.metadata(&path) {
         Ok(meta) if meta.kind == EntryKind::File => {
+            let part = part.map(|(offset, length)| {
+                let offset = offset.min(meta.size);
+                (offset, length.min(meta.size - offset))
+            });
             let text = format!(
                 "Opening {} mode data connection for {} ({} bytes).",
                 mode_name(session),
                 String::from_utf8_lossy(path.file_name().unwrap_or(b"")).replace(['\r', '\n'], "?"),
-                meta.size
+                part.map_or(meta.size, |(_, length)| length)
             );
-            let (offset, done) = match session.rest_ranges.take() {
-                Some(done) => (0, done),
-                None => (session.rest, crate::mode_e::Ranges::new()),
+            let (offset, done, length) = match (part, session.rest_ranges.take()) {
+                (Some((offset, length)), _) => (offset, crate::mode_e::Ranges::new(), Some(length)),
+                (None, Some(done)) => (0, done, None),
+                (None, None) => (session.rest, crate::mode_e::Ranges::new(), None),
             };
-            start(session, TransferKind::Retrieve { path, offset, done }, text)
+            start(
+                session,
+                TransferKind::Retrieve {
+                    path,
+                    offset,
+                    done,
+                    length,
+                },
+                text,
+            )
         }
         _ => reply(550, "Failed to open file."),
     }
 }
 
-fn store(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg, append: bool) -> Vec<Output> {
+/// STOR, APPE, or with `adjust` ESTO A (blocks shifted by `adjust`, the
+/// file kept as it is).
+fn store(
+    session: &mut Session,
+    host: &mut dyn ServerHost,
+    arg: &Arg,
+    append: bool,
+    adjust: Option<u64>,
+) -> Vec<Output> {
     let path = match resolve(session, arg.as_bytes()) {
         Ok(path) if !path.is_root() => path,
         _ => return reply(553, "Could not create file."),
@@ -455,13 +515,14 @@ fn store(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg, append: bo
     {
         return reply(553, "Could not create file.");
     }
-    let offset = session.rest;
+    let offset = if adjust.is_some() { 0 } else { session.rest };
     start(
         session,
         TransferKind::Store {
             path,
             offset,
             append,
+            adjust,
         },
         "Ok to send data.".into(),
     )

@@ -123,6 +123,10 @@ pub enum TransferKind {
         /// In MODE E, the byte ranges the client has already (REST with
         /// ranges): only the rest is sent. Empty otherwise.
         done: crate::mode_e::Ranges,
+        /// `ERET P`: send only this many bytes from `offset` (fewer if the
+        /// file ends first); in MODE E the blocks are numbered from 0.
+        /// `None`: to the end (RETR).
+        length: Option<u64>,
     },
     /// Send a listing already formatted (LIST, NLST, MLSD).
     Listing(Vec<u8>),
@@ -134,6 +138,10 @@ pub enum TransferKind {
         offset: u64,
         /// APPE: write at the end of what is there.
         append: bool,
+        /// `ESTO A`: write each block at its offset plus this, into the
+        /// file as it is (nothing is truncated; `offset` and `append` are
+        /// then 0 and false). `None`: STOR or APPE.
+        adjust: Option<u64>,
     },
 }
 
@@ -153,6 +161,10 @@ pub struct TransferPlan {
     /// The 150 reply to send once the source or sink is open, before the
     /// data connection.
     pub start_reply: Reply,
+    /// The `111`/`112` markers to send while the transfer runs
+    /// (`crate::markers`); [`crate::markers::MarkerSchedule::NONE`] in
+    /// stream mode.
+    pub markers: crate::markers::MarkerSchedule,
 }
 
 /// How a transfer ended, as the driver saw it.

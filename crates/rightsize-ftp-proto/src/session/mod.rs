@@ -14,12 +14,15 @@
 //!   ports of 1024 and above (RFC 2577 section 3);
 //! - write commands only for [`Access::ReadWrite`] users;
 //! - paths resolved with [`VirtualPath`], so none leaves the served root;
+//! - `111`/`112` markers only in MODE E (a transfer's
+//!   [`TransferPlan::markers`]), so a stream-mode client never sees one;
 //! - the RIGHTSIZE extension (`rightsize.rs`) changes nothing for a client
 //!   that did not send `OPTS RIGHTSIZE ON`; the driver must send notices
 //!   only while [`Session::rightsize_on`] is true.
 
 pub mod bench;
 mod commands;
+mod gridftp;
 mod host;
 pub mod listing;
 pub mod report;
@@ -128,6 +131,11 @@ pub struct Session {
     /// `MODE E`, and the connections a retrieve opens in it.
     extended: bool,
     parallelism: u32,
+    /// `OPTS RETR markers=N;`: perf markers every N seconds during a MODE
+    /// E retrieve; 0 for none.
+    retr_markers_secs: u32,
+    /// The markers of a MODE E store (`TREV` changes them).
+    store_markers: crate::markers::MarkerSchedule,
     transferring: bool,
     quit_after_transfer: bool,
     queued: VecDeque<Result<Command, CommandError>>,
@@ -154,6 +162,8 @@ impl Session {
             sbuf: None,
             extended: false,
             parallelism: 1,
+            retr_markers_secs: 0,
+            store_markers: crate::markers::MarkerSchedule::STORE,
             transferring: false,
             quit_after_transfer: false,
             queued: VecDeque::new(),

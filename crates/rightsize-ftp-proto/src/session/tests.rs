@@ -187,6 +187,7 @@ fn curl_sequence_downloads_a_file() {
             path: VirtualPath::parse(b"/pub/a.bin").unwrap(),
             offset: 0,
             done: crate::mode_e::Ranges::new(),
+            length: None,
         }
     );
     assert_eq!(plan.endpoint, DataEndpoint::Passive(LOCAL_PASV));
@@ -308,7 +309,8 @@ fn a_writer_stores_appends_and_renames() {
         TransferKind::Store {
             path: VirtualPath::parse(b"/pub/new.bin").unwrap(),
             offset: 100,
-            append: false
+            append: false,
+            adjust: None,
         }
     );
     c.done(TransferOutcome::Complete { bytes: 5 });
@@ -546,7 +548,8 @@ fn anonymous_may_read_the_zero_source_and_store_into_the_sink_only() {
             TransferKind::Store {
                 path: VirtualPath::parse(b"/.rightsize/null/x.bin").unwrap(),
                 offset: 0,
-                append: false
+                append: false,
+                adjust: None,
             }
         ),
         other => panic!("expected a transfer, got {other:?}"),

@@ -24,7 +24,7 @@ use rightsize_ftp_proto::{LineEvent, LineReader, parse};
 use rightsize_tune::diagnose::tcp::TcpSummary;
 
 use rightsize_ftp_proto::command::OptsCommand;
-use rightsize_ftp_proto::{Command, PeerMessage, RightsizeOpts};
+use rightsize_ftp_proto::{Command, PeerMessage, Reply, RightsizeOpts};
 use rightsize_sys::poll::{self, Want};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
@@ -37,6 +37,7 @@ use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink,
 use super::extended;
 use super::host::FsHost;
 use super::limits::Slot;
+use super::markers::{self, Ticker};
 use super::telemetry::TransferLog;
 use super::{Shared, now_unix};
 
@@ -56,6 +57,8 @@ enum Event {
     TransferDone(Box<data::DataReport>),
     /// Something the running transfer's tuner tells the client.
     Notice(ToPeer),
+    /// `111`/`112` markers of the running MODE E transfer.
+    Markers(Vec<Reply>),
 }
 
 struct Running {
@@ -193,6 +196,7 @@ impl Conn {
                     self.transfer_done(report)
                 }
                 Ok(Event::Notice(notice)) => self.notice(notice),
+                Ok(Event::Markers(replies)) => self.markers(&replies),
                 Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => false,
                 Err(RecvTimeoutError::Timeout) => {
                     let out = self.session.timed_out();
@@ -377,11 +381,14 @@ impl Conn {
             TransferKind::Retrieve { done, .. } => done.clone(),
             _ => rightsize_ftp_proto::mode_e::Ranges::new(),
         };
+        let schedule = plan.markers;
+        let deliver = markers::deliver_to(self.events.clone(), Event::Markers);
         let thread = thread::Builder::new()
             .name("ftp-data".into())
             .stack_size(TRANSFER_STACK_BYTES)
             .spawn(move || {
                 let progress = Arc::new(Progress::default());
+                let ticker = Ticker::start(schedule, Arc::clone(&progress), deliver);
                 let mut monitor = None;
                 let mut prober = None;
                 let slot = |inbox: Option<Inbox>| {
@@ -438,6 +445,12 @@ impl Conn {
                         &|| control_open(&control),
                     ),
                 };
+                // The last markers go before the 226, as the Globus
+                // server's do.
+                ticker.finish(!matches!(
+                    report.outcome,
+                    TransferOutcome::DataConnectFailed(_)
+                ));
                 drop(prober);
                 slot(None);
                 // Stopped before TransferDone is sent: every notice of the
@@ -529,24 +542,65 @@ impl Conn {
         self.control.write_all(&line.encode()).is_ok()
     }
 
+    /// Writes the running MODE E transfer's markers, if it still runs
+    /// (markers that arrive after its end are dropped); false once the
+    /// connection is to be closed.
+    fn markers(&mut self, replies: &[Reply]) -> bool {
+        if !self.session.is_transferring() || self.running.is_none() {
+            return true;
+        }
+        replies
+            .iter()
+            .all(|reply| self.control.write_all(&reply.encode()).is_ok())
+    }
+
     fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {
         match kind {
             TransferKind::Listing(bytes) => Ok(Flow::Send(Source::Bytes(bytes.clone()))),
-            TransferKind::Retrieve { path, offset, .. } => match classify(path) {
+            TransferKind::Retrieve {
+                path,
+                offset,
+                length,
+                ..
+            } => match classify(path) {
                 Some(BenchPath::Zero { size_bytes }) => Ok(Flow::Send(Source::Zero {
-                    remaining_bytes: size_bytes.saturating_sub(*offset),
+                    remaining_bytes: size_bytes
+                        .saturating_sub(*offset)
+                        .min(length.unwrap_or(u64::MAX)),
                 })),
                 _ => self
                     .host
                     .inner()
                     .open_source(path, *offset)
-                    .map(|file| Flow::Send(Source::File(file)))
+                    .map(|file| {
+                        Flow::Send(match length {
+                            Some(length) => Source::Part {
+                                file,
+                                length: *length,
+                            },
+                            None => Source::File(file),
+                        })
+                    })
+                    .map_err(TransferOutcome::OpenFailed),
+            },
+            TransferKind::Store {
+                path,
+                adjust: Some(adjust),
+                ..
+            } => match classify(path) {
+                Some(BenchPath::Null) => Ok(Flow::Receive(Sink::Discard)),
+                _ => self
+                    .host
+                    .inner()
+                    .open_adjusted_sink(path, *adjust)
+                    .map(|target| Flow::Receive(Sink::File(target)))
                     .map_err(TransferOutcome::OpenFailed),
             },
             TransferKind::Store {
                 path,
                 offset,
                 append,
+                adjust: None,
             } => match classify(path) {
                 Some(BenchPath::Null) => Ok(Flow::Receive(Sink::Discard)),
                 _ => self

@@ -54,6 +54,14 @@ pub enum Source {
     },
     /// A listing, formatted.
     Bytes(Vec<u8>),
+    /// A part of a file (ERET P): positioned at its first byte, this many
+    /// bytes. In MODE E its blocks are numbered from 0.
+    Part {
+        /// The file, positioned at the part's first byte.
+        file: File,
+        /// Bytes to send.
+        length: u64,
+    },
 }
 
 /// Where a store's bytes go: a file that appears only when committed.
@@ -195,6 +203,9 @@ impl DataReport {
 pub struct Progress {
     /// Bytes moved so far.
     pub bytes: Arc<AtomicU64>,
+    /// A MODE E receive's byte ranges written so far, as the blocks
+    /// number them (for `111` range markers); empty otherwise.
+    pub ranges: Mutex<rightsize_ftp_proto::mode_e::Ranges>,
 }
 
 /// Makes the data connection and moves the bytes. Blocks until done.
@@ -333,6 +344,13 @@ fn send(
             .write_all(&bytes)
             .map(|()| count(bytes.len()))
             .map_err(SendError::Network),
+        (Source::Part { file, length }, size) => {
+            let chunk = size.map_or(COPY_CHUNK_BYTES, |s| s.bytes());
+            writes::copy(&mut file.take(length), &mut stream, chunk, count).map_err(|e| match e {
+                CopyError::Read(e) => SendError::Local(e),
+                CopyError::Write(e) => write_error(e),
+            })
+        }
         (Source::Bytes(bytes), Some(size)) => {
             writes::copy(&mut bytes.as_slice(), &mut stream, size.bytes(), count).map_err(|e| {
                 match e {

@@ -6,13 +6,15 @@
 //! asked, and the connections share the file's blocks. They end with EOD
 //! and stay open, as the Globus server's do: the next send to the same
 //! address takes those the client has not closed (a pipelined tree
-//! download then pays no handshake per file).
+//! download then pays no handshake per file). A part of a file (ERET P)
+//! goes in blocks numbered from 0, as if it were the whole file.
 //!
 //! Receiving (a store, [`receive`]): the client connects to the passive
 //! listener as many times as it likes (up to 64), the connections a client
 //! kept open after its last upload included; each connection's blocks are
 //! written at their offsets, and the upload appears under its name only
-//! once it is whole.
+//! once it is whole. The ranges written so far are kept in the
+//! transfer's `Progress` for the `111` range markers.
 //!
 //! Guarantees: every socket is made by `rightsize_sys::socket` with the
 //! SBUF request applied before the handshake (accepted ones: right after),
@@ -24,8 +26,8 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
@@ -36,9 +38,24 @@ use super::data::{AbortHandle, DataParams, DataReport, Progress, Sink, Source, S
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 use crate::tuning::StreamTuners;
 
-impl WriteAt for Box<dyn StoreTarget> {
+/// The sink of a receive (`None` discards), which also notes each
+/// write's range in `ranges` for the `111` markers.
+struct Noted<'a> {
+    target: Option<&'a mut Box<dyn StoreTarget>>,
+    ranges: &'a Mutex<Ranges>,
+}
+
+impl WriteAt for Noted<'_> {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        StoreTarget::write_at(self.as_mut(), offset, bytes)
+        if let Some(target) = self.target.as_mut() {
+            StoreTarget::write_at(target.as_mut(), offset, bytes)?;
+        }
+        let end = offset.saturating_add(bytes.len() as u64);
+        self.ranges
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(offset, end);
+        Ok(())
     }
 }
 
@@ -190,10 +207,14 @@ pub fn receive(
         idle_timeout: params.idle_timeout,
     };
     let mut applied = None;
+    let mut noted = Noted {
+        target: target.as_mut(),
+        ranges: &progress.ranges,
+    };
     let (result, received) = blocks::receive(
         incoming,
         Assembly::new(None, Ranges::new()),
-        target.as_mut().map(|t| t as &mut dyn WriteAt),
+        Some(&mut noted),
         &progress.bytes,
         &|| abort.is_aborted(),
         &mut |stream| {
@@ -240,6 +261,10 @@ fn open(source: Source) -> io::Result<(blocks::Source, u64, u64)> {
         Source::Bytes(bytes) => {
             let end = bytes.len() as u64;
             Ok((blocks::Source::Bytes(bytes), 0, end))
+        }
+        Source::Part { mut file, length } => {
+            let base = io::Seek::stream_position(&mut file)?;
+            Ok((blocks::Source::Window { file, base }, 0, length))
         }
     }
 }

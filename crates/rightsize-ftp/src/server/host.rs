@@ -141,6 +141,26 @@ impl FsHost {
         Ok(Box::new(Pending(pending)))
     }
 
+    /// Starts an adjusted store (ESTO A): the file keeps what it has, and
+    /// every byte lands `adjust` bytes further than the client numbers
+    /// it; the file appears changed only when complete, as with STOR.
+    pub(super) fn open_adjusted_sink(
+        &mut self,
+        path: &VirtualPath,
+        adjust: u64,
+    ) -> Result<Box<dyn StoreTarget>, FsError> {
+        let pending = self
+            .shared
+            .root
+            .begin_store(path.relative_bytes(), Keep::Everything)
+            .map_err(fs_error)?;
+        Ok(Box::new(Adjusted {
+            inner: Pending(pending),
+            adjust,
+            written: 0,
+        }))
+    }
+
     fn bind_passive(
         &self,
         request: &socket::BufferRequest,
@@ -188,6 +208,48 @@ impl StoreTarget for Pending {
             .commit()
             .map(|_| ())
             .map_err(|e| io::Error::other(e.to_string()))
+    }
+}
+
+/// An ESTO A store: offsets shifted by `adjust`; in stream mode the bytes
+/// follow each other from `adjust` on.
+#[derive(Debug)]
+struct Adjusted {
+    inner: Pending,
+    adjust: u64,
+    /// Bytes written in stream mode so far.
+    written: u64,
+}
+
+impl Adjusted {
+    fn at(&self, offset: u64) -> io::Result<u64> {
+        self.adjust.checked_add(offset).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "ESTO A {}: block offset {offset} goes past the largest file offset",
+                    self.adjust
+                ),
+            )
+        })
+    }
+}
+
+impl StoreTarget for Adjusted {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let at = self.at(self.written)?;
+        self.inner.write_at(at, bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let at = self.at(offset)?;
+        self.inner.write_at(at, bytes)
+    }
+
+    fn commit(self: Box<Self>) -> io::Result<()> {
+        Box::new(self.inner).commit()
     }
 }
 

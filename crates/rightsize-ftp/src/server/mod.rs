@@ -16,6 +16,7 @@ mod data;
 mod extended;
 mod host;
 mod limits;
+mod markers;
 mod telemetry;
 
 use std::io::Write;

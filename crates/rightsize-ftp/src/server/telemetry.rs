@@ -35,9 +35,20 @@ impl TransferLog {
         sbuf: Option<u64>,
     ) -> Self {
         let (verb, what, direction) = match kind {
-            TransferKind::Retrieve { path, offset, .. } => (
+            TransferKind::Retrieve {
+                path,
+                offset,
+                length,
+                ..
+            } => (
                 "retr",
-                format!("RETR {} from {offset}", path.as_bytes().escape_ascii()),
+                match length {
+                    Some(length) => format!(
+                        "ERET P {offset} {length} {}",
+                        path.as_bytes().escape_ascii()
+                    ),
+                    None => format!("RETR {} from {offset}", path.as_bytes().escape_ascii()),
+                },
                 Direction::Send,
             ),
             TransferKind::Listing(bytes) => (
@@ -49,13 +60,17 @@ impl TransferLog {
                 path,
                 offset,
                 append,
+                adjust,
             } => (
                 if *append { "appe" } else { "stor" },
-                format!(
-                    "{} {} at {offset}",
-                    if *append { "APPE" } else { "STOR" },
-                    path.as_bytes().escape_ascii()
-                ),
+                match adjust {
+                    Some(adjust) => format!("ESTO A {adjust} {}", path.as_bytes().escape_ascii()),
+                    None => format!(
+                        "{} {} at {offset}",
+                        if *append { "APPE" } else { "STOR" },
+                        path.as_bytes().escape_ascii()
+                    ),
+                },
                 Direction::Receive,
             ),
         };

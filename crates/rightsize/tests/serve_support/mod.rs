@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use rightsize_ftp_proto::addr::find_epsv_port;
@@ -237,5 +237,86 @@ impl Control {
         data.write_all(bytes).unwrap();
         drop(data);
         self.reply()
+    }
+}
+
+/// Runs a peer tool (a client from `scripts/setup`) and requires success;
+/// a missing tool fails the test, which CI must run, not skip.
+pub fn run(what: &str, cmd: &mut Command) -> Output {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run ({e}); scripts/setup installs it"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The writer of a [`Fixture`]'s served root.
+pub const USER: &str = "alice";
+/// Its password.
+pub const PASSWORD: &str = "s3cret-pw";
+
+/// A served root with `pub/big.bin` (random bytes) and a writable `up/`,
+/// `alice` may write, and the same bytes in a local file.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub content: Vec<u8>,
+    pub serve: Serve,
+}
+
+impl Fixture {
+    /// `bytes` pseudo-random bytes from `seed`, served and local.
+    pub fn new(bytes: usize, seed: u64) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("pub")).unwrap();
+        std::fs::create_dir_all(root.join("up")).unwrap();
+        let content = random_bytes(bytes, seed);
+        std::fs::write(root.join("pub/big.bin"), &content).unwrap();
+        std::fs::write(dir.path().join("local.bin"), &content).unwrap();
+        let users = dir.path().join("users");
+        add_user(&users, USER, PASSWORD, false);
+        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+        Fixture {
+            dir,
+            content,
+            serve,
+        }
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    pub fn local(&self) -> PathBuf {
+        self.dir.path().join("local.bin")
+    }
+
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("out.bin")
+    }
+
+    pub fn host_port(&self) -> String {
+        self.serve.addr.to_string()
+    }
+
+    /// `ftp://alice:PASSWORD@HOST:PORT/up/NAME`
+    pub fn upload_url(&self, name: &str) -> String {
+        format!("ftp://{USER}:{PASSWORD}@{}/up/{name}", self.serve.addr)
+    }
+
+    pub fn assert_same(&self, path: &Path, what: &str) {
+        let got = std::fs::read(path).unwrap_or_else(|e| panic!("{what}: {}: {e}", path.display()));
+        assert!(
+            got.len() == self.content.len() && got == self.content,
+            "{what}: {} bytes differ",
+            path.display()
+        );
     }
 }
