@@ -88,8 +88,9 @@ pub struct Arriving<'a> {
 /// Sends `source` (a file positioned at its REST offset, the zero source,
 /// or a listing) in blocks over `streams` connections to `addr`, `cached`
 /// ones (kept by the last send to `addr`) first, each tuned by `tuners`.
-/// `on_connect` sees the first connection. Blocks until every connection ended; with `keep`,
-/// the report's `kept` holds them, open, else they are closed.
+/// `on_connect` sees the first connection. Blocks until every connection
+/// ended; with `keep`, the report's `kept` holds them, open, else they
+/// are closed.
 pub fn run(
     Outgoing {
         addr,
