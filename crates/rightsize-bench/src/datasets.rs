@@ -35,10 +35,11 @@ use rightsize_lab::run::runner::{append_line, unix_seconds};
 use serde_json::{Value, json};
 
 use crate::emulated::Bench;
+use crate::flags;
 // The servers' ports: in the right host of an emulated path, in the
 // left one of the veth pair, as the `ftp` benchmark has them.
 use crate::ftp::{GRIDFTP_PORT, IPERF_PORT, RIGHTSIZE_PORT};
-use crate::procs::wait_for;
+use crate::procs::{argv, tail, wait_for};
 use rightsize_sys::netns::VethPath;
 use std::time::Duration;
 
@@ -71,45 +72,41 @@ struct Options {
     smoke: bool,
 }
 
+/// Parses the arguments after `datasets`. `--smoke` sets the smoke run's
+/// sizes and one repetition; flags given explicitly win, in whatever order.
 fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let given = flags::given(
+        args,
+        &[
+            "--reps",
+            "--files",
+            "--file-bytes",
+            "--mem-bytes",
+            "--only",
+            "--out",
+        ],
+        USAGE,
+    )?;
+    let smoke = given.smoke;
     let mut o = Options {
-        reps: 3,
-        files: 2000,
-        file_bytes: 256 << 20,
+        reps: if smoke { 1 } else { 3 },
+        files: if smoke { 100 } else { 2000 },
+        file_bytes: if smoke { 16 << 20 } else { 256 << 20 },
         only: None,
-        mem_bytes: 4 << 30,
+        mem_bytes: if smoke { 256 << 20 } else { 4 << 30 },
         out: None,
-        smoke: false,
+        smoke,
     };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--smoke" {
-            o.smoke = true;
-            o.reps = 1;
-            o.files = 100;
-            o.file_bytes = 16 << 20;
-            o.mem_bytes = 256 << 20;
-            continue;
-        }
-        let value = it
-            .next()
-            .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))?;
-        let number = || -> anyhow::Result<u64> {
-            value
-                .parse()
-                .with_context(|| format!("invalid {flag} {value:?}: expected a whole number"))
-        };
+    for (flag, value) in given.values {
+        let number = |min| flags::whole_number(&flag, &value, min);
         match flag.as_str() {
-            "--reps" => o.reps = usize::try_from(number()?)?.max(1),
-            "--files" => o.files = usize::try_from(number()?)?.max(TREE_DIRS),
-            "--file-bytes" => o.file_bytes = number()?.max(1),
-            "--only" if ["tree", "lossy", "veth"].contains(&value.as_str()) => {
-                o.only = Some(value.clone());
-            }
+            "--reps" => o.reps = usize::try_from(number(1)?)?,
+            "--files" => o.files = usize::try_from(number(1)?)?.max(TREE_DIRS),
+            "--file-bytes" => o.file_bytes = number(1)?,
+            "--mem-bytes" => o.mem_bytes = number(1)?,
+            "--only" if ["tree", "lossy", "veth"].contains(&value.as_str()) => o.only = Some(value),
             "--only" => bail!("invalid --only {value:?}: accepted: tree, lossy, veth\n\n{USAGE}"),
-            "--mem-bytes" => o.mem_bytes = number()?.max(1),
-            "--out" => o.out = Some(PathBuf::from(value)),
-            _ => bail!("unknown flag {flag:?}\n\n{USAGE}"),
+            _ => o.out = Some(PathBuf::from(value)),
         }
     }
     Ok(o)
@@ -621,7 +618,7 @@ fn describe(name: &str, record: &Value) -> String {
     }
 }
 
-/// Prints a goal's line; true when met.
+/// Prints a goal's line ([`crate::goals::ratio_goal`]); true when met.
 fn goal(
     what: &str,
     ours: Option<f64>,
@@ -629,31 +626,15 @@ fn goal(
     met: impl Fn(f64) -> bool,
     target: &str,
 ) -> bool {
-    match (ours, theirs) {
-        (Some(a), Some(b)) if b > 0.0 => {
-            let ratio = a / b;
-            let ok = met(ratio);
-            println!(
-                "  {what} = {ratio:.3}x (target {target}) {}",
-                if ok { "met" } else { "NOT met" }
-            );
-            ok
-        }
-        _ => {
-            println!("  {what}: no valid runs to compare, NOT met");
-            false
-        }
-    }
+    let (line, ok) = crate::goals::ratio_goal(what, ours, theirs, met, target);
+    println!("{line}");
+    ok
 }
 
 fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
-}
-
-fn argv(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_owned()).collect()
 }
 
 fn slug(name: &str) -> String {
@@ -664,11 +645,6 @@ fn slug(name: &str) -> String {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("-")
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().rev().take(2).collect();
-    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
 }
 
 /// Regular files under `dir`, part files of an unfinished download not

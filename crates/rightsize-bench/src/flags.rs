@@ -22,23 +22,49 @@ impl std::fmt::Display for BadUsage {
 }
 
 /// What was on the command line: each flag with its value, in order, and
-/// whether `--smoke` was among them.
+/// the flags without a value (`--smoke`, and the benchmark's own switches)
+/// that were among them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Given {
     /// `(flag, value)`, the flag with its dashes.
     pub values: Vec<(String, String)>,
     /// `--smoke`.
     pub smoke: bool,
+    /// The switches given, with their dashes, each once.
+    pub switches: Vec<String>,
+}
+
+impl Given {
+    /// Whether the switch `flag` was given.
+    pub fn switch(&self, flag: &str) -> bool {
+        self.switches.iter().any(|s| s == flag)
+    }
 }
 
 /// Splits `args` into flags with values; a flag not in `known` (or
 /// `--smoke`), or one without its value, is an error followed by `usage`.
 pub fn given(args: &[String], known: &[&str], usage: &str) -> anyhow::Result<Given> {
+    given_with_switches(args, known, &[], usage)
+}
+
+/// [`given`], with `switches`: flags that take no value.
+pub fn given_with_switches(
+    args: &[String],
+    known: &[&str],
+    switches: &[&str],
+    usage: &str,
+) -> anyhow::Result<Given> {
     let mut out = Given::default();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         if arg == "--smoke" {
             out.smoke = true;
+            continue;
+        }
+        if switches.contains(&arg.as_str()) {
+            if !out.switch(arg) {
+                out.switches.push(arg.clone());
+            }
             continue;
         }
         let (flag, inline) = match arg.split_once('=') {
@@ -94,15 +120,28 @@ pub fn parse_tuners(value: &str) -> anyhow::Result<Vec<TunerSpec>> {
 
 /// A number of repetitions, at least 1.
 pub fn parse_reps(value: &str) -> anyhow::Result<usize> {
-    match value.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("invalid --reps {value:?}: expected a whole number, at least 1"),
-    }
+    Ok(usize::try_from(whole_number("--reps", value, 1)?)?)
 }
 
 /// Bytes per transfer.
 pub fn parse_size(value: &str) -> anyhow::Result<Bytes> {
-    Bytes::parse_positive(value).with_context(|| format!("invalid --size {value:?}"))
+    parse_bytes("--size", value)
+}
+
+/// A positive size given to `flag`: `32MiB`, `10MB`, `4096`.
+pub fn parse_bytes(flag: &str, value: &str) -> anyhow::Result<Bytes> {
+    Bytes::parse_positive(value).with_context(|| format!("invalid {flag} {value:?}"))
+}
+
+/// A whole number given to `flag`, at least `min`.
+pub fn whole_number(flag: &str, value: &str, min: u64) -> anyhow::Result<u64> {
+    match value.parse::<u64>() {
+        Ok(n) if n >= min => Ok(n),
+        _ if min > 0 => {
+            bail!("invalid {flag} {value:?}: expected a whole number, at least {min}")
+        }
+        _ => bail!("invalid {flag} {value:?}: expected a whole number"),
+    }
 }
 
 /// Names as the defaults write them, as owned strings.

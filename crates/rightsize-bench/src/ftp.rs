@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use rightsize_sys::netns::{LEFT_ADDR, VethPath};
 
+use crate::flags;
 use crate::procs::{Daemon, run_timed, wait_for};
 
 pub const USAGE: &str = "\
@@ -38,37 +39,29 @@ struct Options {
     smoke: bool,
 }
 
+/// Parses the arguments after `ftp`. `--smoke` sets one run of 256 MiB;
+/// flags given explicitly win, in whatever order.
 fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let given = flags::given(
+        args,
+        &["--runs", "--mem-bytes", "--file-bytes", "--sessions"],
+        USAGE,
+    )?;
+    let smoke = given.smoke;
     let mut o = Options {
-        runs: 3,
-        mem_bytes: 4 << 30,
-        file_bytes: 2 << 30,
+        runs: if smoke { 1 } else { 3 },
+        mem_bytes: if smoke { 256 << 20 } else { 4 << 30 },
+        file_bytes: if smoke { 256 << 20 } else { 2 << 30 },
         sessions: 200,
-        smoke: false,
+        smoke,
     };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--smoke" {
-            o.smoke = true;
-            o.runs = 1;
-            o.mem_bytes = 256 << 20;
-            o.file_bytes = 256 << 20;
-            continue;
-        }
-        let value = it
-            .next()
-            .with_context(|| format!("{flag} needs a value\n\n{USAGE}"))?;
-        let number = || -> anyhow::Result<u64> {
-            value
-                .parse()
-                .with_context(|| format!("invalid {flag} {value:?}: expected a whole number"))
-        };
+    for (flag, value) in given.values {
+        let number = |min| flags::whole_number(&flag, &value, min);
         match flag.as_str() {
-            "--runs" => o.runs = usize::try_from(number()?)?.max(1),
-            "--mem-bytes" => o.mem_bytes = number()?,
-            "--file-bytes" => o.file_bytes = number()?,
-            "--sessions" => o.sessions = usize::try_from(number()?)?,
-            _ => bail!("unknown flag {flag:?}\n\n{USAGE}"),
+            "--runs" => o.runs = usize::try_from(number(1)?)?,
+            "--mem-bytes" => o.mem_bytes = number(1)?,
+            "--file-bytes" => o.file_bytes = number(1)?,
+            _ => o.sessions = usize::try_from(number(0)?)?,
         }
     }
     Ok(o)

@@ -25,6 +25,33 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// A ratio against its target, as one line (`  what = 0.950x (target >=
+/// 0.95) met`, or `  what: no valid runs to compare, NOT met` when a value
+/// is missing or the reference is zero), with whether it was met.
+pub fn ratio_goal(
+    what: &str,
+    ours: Option<f64>,
+    theirs: Option<f64>,
+    met: impl Fn(f64) -> bool,
+    target: &str,
+) -> (String, bool) {
+    match (ours, theirs) {
+        (Some(a), Some(b)) if b > 0.0 => {
+            let ratio = a / b;
+            let ok = met(ratio);
+            let verdict = if ok { "met" } else { "NOT met" };
+            (
+                format!("  {what} = {ratio:.3}x (target {target}) {verdict}"),
+                ok,
+            )
+        }
+        _ => (
+            format!("  {what}: no valid runs to compare, NOT met"),
+            false,
+        ),
+    }
+}
+
 /// One tuner on one path, against one peer: medians over its valid runs.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {

@@ -23,6 +23,10 @@
 //! `rightsize-bench datasets`: trees of small files and parallel streams
 //! beside lftp and globus-url-copy on emulated paths; see [`datasets`].
 //!
+//! `rightsize-bench scale`: many clients at once from one `rightsize serve`
+//! over one emulated path: aggregate goodput, fairness, both hosts' summed
+//! buffers, and a server buffer budget; see [`scale`].
+//!
 //! Run them with `scripts/bench` (builds release binaries first), as root.
 
 mod datasets;
@@ -32,6 +36,7 @@ mod ftp;
 mod goals;
 mod peers;
 mod procs;
+mod scale;
 mod tuners;
 
 use std::process::ExitCode;
@@ -44,11 +49,12 @@ type Bench = (
     fn(&[String]) -> anyhow::Result<bool>,
 );
 
-const BENCHES: [Bench; 4] = [
+const BENCHES: [Bench; 5] = [
     ("ftp", ftp::USAGE, ftp::run),
     ("tuners", tuners::USAGE, tuners::run),
     ("peers", peers::USAGE, peers::run),
     ("datasets", datasets::USAGE, datasets::run),
+    ("scale", scale::USAGE, scale::run),
 ];
 
 /// Prints a usage text; a closed pipe (`| head`) is not an error.

@@ -108,3 +108,15 @@ pub fn wait_for(
     }
     bail!("{what} was not ready within {timeout:?}")
 }
+
+/// A command line from string slices.
+pub fn argv(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The last two lines of a program's output, joined by ` | `: what a
+/// one-line error quotes of it.
+pub fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().rev().take(2).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
