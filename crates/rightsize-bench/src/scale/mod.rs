@@ -291,7 +291,9 @@ fn one_run(
         .arg("--results")
         .arg(&results)
         .arg("--")
-        .args(scripts::clients_argv(&files, PORT, o.clients, &client))
+        .args(scripts::clients_argv(
+            &files, "right", PORT, o.clients, &client,
+        ))
         .stdout(Stdio::null())
         .stderr(fs::File::create(dir.join("path.log"))?)
         .status()

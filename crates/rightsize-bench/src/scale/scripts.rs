@@ -84,14 +84,20 @@ pub fn server_argv(files: &RunFiles, port: u16, serve: &[String]) -> Vec<String>
     argv
 }
 
-/// The left host's command: waits (up to 10 s) for `port` on the right
-/// host, starts the receive-buffer sampler, then `n` copies of `client`
-/// at once, each timed into its files ([`RunFiles::client`]); exits 1
-/// if one failed.
-pub fn clients_argv(files: &RunFiles, port: u16, n: usize, client: &[String]) -> Vec<String> {
+/// The left host's command: waits (up to 10 s) for `port` on `server`
+/// (the right host's name), starts the receive-buffer sampler, then `n`
+/// copies of `client` at once, each timed into its files
+/// ([`RunFiles::client`]); exits 1 if one failed.
+pub fn clients_argv(
+    files: &RunFiles,
+    server: &str,
+    port: u16,
+    n: usize,
+    client: &[String],
+) -> Vec<String> {
     let script = format!(
-        "port=$1 dir=$2 n=$3 samples=$4; shift 4\n\
-         for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/$port) 2>/dev/null && break; sleep 0.05; done\n\
+        "server=$1 port=$2 dir=$3 n=$4 samples=$5; shift 5\n\
+         for i in $(seq 1 200); do (exec 3<>/dev/tcp/$server/$port) 2>/dev/null && break; sleep 0.05; done\n\
          ( {} ) > \"$samples\" &\n\
          sampler=$!\n\
          pids=()\n\
@@ -115,6 +121,7 @@ pub fn clients_argv(files: &RunFiles, port: u16, n: usize, client: &[String]) ->
         "-c".to_owned(),
         script,
         "clients".to_owned(),
+        server.to_owned(),
         port.to_string(),
         s(&files.dir),
         n.to_string(),

@@ -173,13 +173,13 @@ fn the_scripts_take_their_files_and_leave_the_control_port_out() {
             "/bin/rightsize get ftp://right:2121/.rightsize/zero/1 -o /dev/null --json --tune kernel"
         )
     );
-    let argv = scripts::clients_argv(&files, 2121, 16, &client);
+    let argv = scripts::clients_argv(&files, "right", 2121, 16, &client);
     assert!(argv[2].contains("-F'rb'"));
     assert_eq!(
-        argv[4..8],
-        args("2121 /r/auto-rep1 16 /r/auto-rep1/rcvbuf.samples")
+        argv[4..9],
+        args("right 2121 /r/auto-rep1 16 /r/auto-rep1/rcvbuf.samples")
     );
-    assert_eq!(argv[8..], client[..]);
+    assert_eq!(argv[9..], client[..]);
     assert_eq!(files.client(3).0, Path::new("/r/auto-rep1/client-3.time"));
 }
 
@@ -338,4 +338,48 @@ fn goals_judge_auto_against_kernel_and_the_budget() {
     let none = BudgetSummary::of(10_000_000, &[None]);
     let g = report::goals(&[], &none);
     assert!(g.iter().all(|(_, m)| !m));
+}
+
+/// A `rightsize` that answers `serve --buffer-budget N --help` as a
+/// build without the flag does (clap's exit 2), one that takes it, and
+/// one that rejects its value.
+#[test]
+fn a_serve_without_buffer_budget_is_said_so() {
+    let dir = std::env::temp_dir().join(format!("rightsize-bench-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let fake = |name: &str, body: &str| {
+        let bin = dir.join(name);
+        std::fs::write(&bin, format!("#!/bin/sh\n{body}\n")).expect("fake rightsize");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        bin
+    };
+    let without = fake(
+        "without",
+        "echo \"error: unexpected argument '--buffer-budget' found\" >&2; exit 2",
+    );
+    let with = fake("with", "echo usage; exit 0");
+    let bad = fake(
+        "bad",
+        "echo \"error: invalid value '0' for '--buffer-budget'\" >&2; exit 2",
+    );
+    let budget = Bytes(10_000_000);
+    let said = [
+        super::serve_refuses_budget(&without, budget),
+        super::serve_refuses_budget(&with, budget),
+        super::serve_refuses_budget(&bad, budget),
+        super::serve_refuses_budget(&dir.join("missing"), budget),
+    ];
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        said[0].as_deref(),
+        Some("rightsize serve has no --buffer-budget")
+    );
+    assert_eq!(said[1], None);
+    assert!(
+        said[2]
+            .as_deref()
+            .is_some_and(|w| w.contains("10000000") && w.contains("invalid value")),
+        "{said:?}"
+    );
+    assert!(said[3].as_deref().is_some_and(|w| w.contains("cannot run")));
 }
