@@ -558,21 +558,11 @@ fn one_run(
     } else if files != expect_files {
         error = Some(format!("{files} files arrived, not {expect_files}"));
     } else if valid != Some(true) {
-        error = Some(format!(
-            "the path's checks failed: {}",
-            if failed.is_empty() {
-                format!("path run exited with {status}")
-            } else {
-                failed.join(", ")
-            }
-        ));
+        error = Some(crate::emulated::checks_failed(status, &failed));
     }
-    Ok(json!({
-        "invocation": bench.invocation,
-        "argv": bench.argv,
-        "kernel": bench.kernel,
-        "version": env!("CARGO_PKG_VERSION"),
-        "started_unix_s": started,
+    Ok(bench.record(
+        started,
+        json!({
         "path": path.name,
         "contender": c.name,
         "client": client,
@@ -584,7 +574,8 @@ fn one_run(
         "failed_checks": failed,
         "run_dir": dir,
         "error": error,
-    }))
+        }),
+    ))
 }
 
 /// Waits for the server's port, then runs the client and writes its wall

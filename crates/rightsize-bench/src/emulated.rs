@@ -220,6 +220,23 @@ impl Bench {
         Ok(failed)
     }
 
+    /// A record of this invocation's own (a run of `datasets` or `scale`):
+    /// the invocation, the command line, the kernel, the version and when
+    /// the run started, then `fields` (an object).
+    pub fn record(&self, started_unix_s: u64, fields: serde_json::Value) -> serde_json::Value {
+        let mut record = serde_json::json!({
+            "invocation": self.invocation,
+            "argv": self.argv,
+            "kernel": self.kernel,
+            "version": env!("CARGO_PKG_VERSION"),
+            "started_unix_s": started_unix_s,
+        });
+        if let (Some(head), serde_json::Value::Object(rest)) = (record.as_object_mut(), fields) {
+            head.extend(rest);
+        }
+        record
+    }
+
     /// The runs of this invocation, read back from `runs.jsonl`: the report
     /// is made from the data file, as any later one would be.
     pub fn runs(&self) -> anyhow::Result<Vec<RunRecord>> {
@@ -239,6 +256,19 @@ fn rightsize_bin() -> anyhow::Result<PathBuf> {
         );
     }
     Ok(bin)
+}
+
+/// Why a run whose path's checks did not pass does not count: the checks
+/// that failed, or how `rightsize path run` exited when it names none.
+pub fn checks_failed(status: std::process::ExitStatus, failed: &[String]) -> String {
+    format!(
+        "the path's checks failed: {}",
+        if failed.is_empty() {
+            format!("path run exited with {status}")
+        } else {
+            failed.join(", ")
+        }
+    )
 }
 
 /// `lfn: BDP 2.5 MB (peak rate), goodput ceiling 193.1 Mbit/s`, with

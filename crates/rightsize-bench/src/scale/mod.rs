@@ -35,7 +35,7 @@ use rightsize_lab::run::runner::{append_line, dir_name, unix_seconds};
 use rightsize_tune::units::Bytes;
 use serde_json::{Value, json};
 
-use crate::emulated::{Bench, path_heading};
+use crate::emulated::{Bench, checks_failed, path_heading};
 use crate::procs::tail;
 use figures::{ClientRun, RunFigures, parse_samples, parse_timing, run_figures};
 use options::{BUDGET_BDPS, Client, Options};
@@ -315,25 +315,15 @@ fn one_run(
         }
         let f = run_figures(&clients, o.size, &rcv, &snd)?;
         if valid != Some(true) {
-            return Err(format!(
-                "the path's checks failed: {}",
-                if failed_checks.is_empty() {
-                    format!("path run exited with {status}")
-                } else {
-                    failed_checks.join(", ")
-                }
-            ));
+            return Err(checks_failed(status, &failed_checks));
         }
         Ok((f, snd.iter().map(|s| s.sum_bytes).collect()))
     })();
     let error = figures.as_ref().err().cloned();
     let f = figures.as_ref().ok().map(|(f, _)| *f);
-    let record = json!({
-        "invocation": bench.invocation,
-        "argv": bench.argv,
-        "kernel": bench.kernel,
-        "version": env!("CARGO_PKG_VERSION"),
-        "started_unix_s": started,
+    let record = bench.record(
+        started,
+        json!({
         "path": path.name,
         "tuner": spec.tuner,
         "buffer_budget_bytes": spec.budget.map(|b| b.0),
@@ -350,7 +340,8 @@ fn one_run(
         "failed_checks": failed_checks,
         "run_dir": dir,
         "error": error,
-    });
+        }),
+    );
     Ok(RunResult {
         record,
         figures: figures.ok(),
