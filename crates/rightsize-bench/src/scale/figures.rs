@@ -55,6 +55,21 @@ pub fn peak(samples: &[Sample]) -> Option<u64> {
     samples.iter().map(|s| s.sum_bytes).max()
 }
 
+/// The mean of the sums sampled while the host had a data connection
+/// (samples of no socket left out: before the first connection and after
+/// the last); `None` for none.
+pub fn mean_while_busy(samples: &[Sample]) -> Option<f64> {
+    let busy: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.sockets > 0)
+        .map(|s| s.sum_bytes as f64)
+        .collect();
+    if busy.is_empty() {
+        return None;
+    }
+    Some(busy.iter().sum::<f64>() / busy.len() as f64)
+}
+
 /// One client of a run, as its files say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientRun {
@@ -106,6 +121,11 @@ pub struct RunFigures {
     pub sum_peak_rcvbuf_bytes: u64,
     /// The peak of the server's host's sampled summed send buffers.
     pub sum_peak_sndbuf_bytes: u64,
+    /// The clients' summed receive buffers, [`mean_while_busy`] (0 for
+    /// none): what the peak is compared with.
+    pub sum_mean_rcvbuf_bytes: f64,
+    /// The server's summed send buffers, [`mean_while_busy`].
+    pub sum_mean_sndbuf_bytes: f64,
     /// The number of samples of each side (left, right).
     pub samples: (usize, usize),
 }
@@ -156,6 +176,8 @@ pub fn run_figures(
         jain_fairness: jain(&goodputs).unwrap_or(0.0),
         sum_peak_rcvbuf_bytes: rcv,
         sum_peak_sndbuf_bytes: snd,
+        sum_mean_rcvbuf_bytes: mean_while_busy(rcvbuf).unwrap_or(0.0),
+        sum_mean_sndbuf_bytes: mean_while_busy(sndbuf).unwrap_or(0.0),
         samples: (rcvbuf.len(), sndbuf.len()),
     })
 }

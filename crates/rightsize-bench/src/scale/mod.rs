@@ -335,6 +335,8 @@ fn one_run(
         "jain_fairness": f.map(|f| f.jain_fairness),
         "sum_peak_rcvbuf_bytes": f.map(|f| f.sum_peak_rcvbuf_bytes),
         "sum_peak_sndbuf_bytes": f.map(|f| f.sum_peak_sndbuf_bytes),
+        "sum_mean_rcvbuf_bytes": f.map(|f| f.sum_mean_rcvbuf_bytes.round() as u64),
+        "sum_mean_sndbuf_bytes": f.map(|f| f.sum_mean_sndbuf_bytes.round() as u64),
         "samples": f.map(|f| [f.samples.0, f.samples.1]),
         "fidelity_valid": valid,
         "failed_checks": failed_checks,
@@ -445,12 +447,14 @@ fn run_line(spec: &RunSpec, result: &RunResult) -> String {
     };
     match &result.figures {
         Some((f, _)) => format!(
-            "{name} rep {}: aggregate {:.1} Mbit/s, fairness {:.3}, clients' summed receive buffers {:.2} MB, server's summed send buffers {:.2} MB (peaks of {} and {} samples)",
+            "{name} rep {}: aggregate {:.1} Mbit/s, fairness {:.3}, clients' summed receive buffers peak {:.2} MB (mean {:.2}), server's summed send buffers peak {:.2} MB (mean {:.2}); {} and {} samples",
             spec.rep,
             f.aggregate_goodput_bps / 1e6,
             f.jain_fairness,
             f.sum_peak_rcvbuf_bytes as f64 / 1e6,
+            f.sum_mean_rcvbuf_bytes / 1e6,
             f.sum_peak_sndbuf_bytes as f64 / 1e6,
+            f.sum_mean_sndbuf_bytes / 1e6,
             f.samples.0,
             f.samples.1
         ),
@@ -473,11 +477,13 @@ fn summary_lines(
     let mut out = vec![format!("medians ({clients} clients):")];
     for (name, s) in tuners {
         out.push(format!(
-            "  {name}: aggregate {}, fairness {}, clients' summed receive buffers {}, server's summed send buffers {} ({}/{} runs valid)",
+            "  {name}: aggregate {}, fairness {}, clients' summed receive buffers peak {} (mean {}), server's summed send buffers peak {} (mean {}); {}/{} runs valid",
             mbps(s.aggregate_goodput_bps),
             s.jain_fairness.map_or("-".to_owned(), |j| format!("{j:.3}")),
             mb(s.sum_peak_rcvbuf_bytes),
+            mb(s.sum_mean_rcvbuf_bytes),
             mb(s.sum_peak_sndbuf_bytes),
+            mb(s.sum_mean_sndbuf_bytes),
             s.valid,
             s.total
         ));

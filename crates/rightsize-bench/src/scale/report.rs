@@ -18,6 +18,10 @@ pub struct TunerSummary {
     pub sum_peak_rcvbuf_bytes: Option<f64>,
     /// Bytes.
     pub sum_peak_sndbuf_bytes: Option<f64>,
+    /// Bytes: the mean of the clients' sampled sums while busy.
+    pub sum_mean_rcvbuf_bytes: Option<f64>,
+    /// Bytes: the mean of the server's sampled sums while busy.
+    pub sum_mean_sndbuf_bytes: Option<f64>,
     /// Runs that counted.
     pub valid: usize,
     /// Runs made.
@@ -35,6 +39,8 @@ impl TunerSummary {
             jain_fairness: med(|r| r.jain_fairness),
             sum_peak_rcvbuf_bytes: med(|r| r.sum_peak_rcvbuf_bytes as f64),
             sum_peak_sndbuf_bytes: med(|r| r.sum_peak_sndbuf_bytes as f64),
+            sum_mean_rcvbuf_bytes: med(|r| r.sum_mean_rcvbuf_bytes),
+            sum_mean_sndbuf_bytes: med(|r| r.sum_mean_sndbuf_bytes),
             valid: valid.len(),
             total: runs.len(),
         }
@@ -99,7 +105,8 @@ impl BudgetSummary {
 }
 
 /// The `--json` object: `{"tuners": {NAME: {aggregate_goodput_bps,
-/// jain_fairness, sum_peak_rcvbuf_bytes, sum_peak_sndbuf_bytes}},
+/// jain_fairness, sum_peak_rcvbuf_bytes, sum_peak_sndbuf_bytes, and the
+/// means while busy, sum_mean_rcvbuf_bytes and sum_mean_sndbuf_bytes}},
 /// "budget": {bytes, sum_peak_bytes, aggregate_goodput_bps, held}}`, a
 /// figure with no valid run being `null`; a budget that was not run has
 /// `null` figures and says why in `not_run`.
@@ -113,6 +120,8 @@ pub fn json_report(tuners: &[(String, TunerSummary)], budget: &BudgetSummary) ->
                 "jain_fairness": s.jain_fairness,
                 "sum_peak_rcvbuf_bytes": s.sum_peak_rcvbuf_bytes.map(|b| b.round() as u64),
                 "sum_peak_sndbuf_bytes": s.sum_peak_sndbuf_bytes.map(|b| b.round() as u64),
+                "sum_mean_rcvbuf_bytes": s.sum_mean_rcvbuf_bytes.map(|b| b.round() as u64),
+                "sum_mean_sndbuf_bytes": s.sum_mean_sndbuf_bytes.map(|b| b.round() as u64),
                 "valid_runs": s.valid,
                 "runs": s.total,
             }),

@@ -8,7 +8,7 @@ use std::process::Command;
 use rightsize_tune::units::Bytes;
 
 use super::figures::{
-    ClientRun, RunFigures, Sample, jain, parse_samples, parse_timing, run_figures,
+    ClientRun, RunFigures, Sample, jain, mean_while_busy, parse_samples, parse_timing, run_figures,
 };
 use super::options::{self, Client};
 use super::report::{self, BudgetOutcome, BudgetSummary, TunerSummary};
@@ -204,6 +204,19 @@ fn sample(sum_bytes: u64) -> Sample {
 }
 
 #[test]
+fn the_mean_leaves_out_samples_of_no_connection() {
+    let idle = Sample {
+        sockets: 0,
+        ..sample(0)
+    };
+    assert_eq!(
+        mean_while_busy(&[idle, sample(4), sample(8), idle]),
+        Some(6.0)
+    );
+    assert_eq!(mean_while_busy(&[idle]), None);
+}
+
+#[test]
 fn run_figures_need_every_client_and_both_samplers() {
     let mib = Bytes(1 << 20);
     let c = |start_ns: u64, end_ns: u64| ClientRun {
@@ -249,6 +262,8 @@ fn figures(goodput: f64, rcv: u64, snd: u64) -> RunFigures {
         jain_fairness: 0.95,
         sum_peak_rcvbuf_bytes: rcv,
         sum_peak_sndbuf_bytes: snd,
+        sum_mean_rcvbuf_bytes: rcv as f64 / 2.0,
+        sum_mean_sndbuf_bytes: snd as f64 / 2.0,
         samples: (10, 10),
     }
 }
@@ -278,6 +293,7 @@ fn the_json_has_the_documented_shape() {
     assert_eq!(auto["jain_fairness"].as_f64(), Some(0.95));
     assert_eq!(auto["sum_peak_rcvbuf_bytes"].as_u64(), Some(8_000_000));
     assert_eq!(auto["sum_peak_sndbuf_bytes"].as_u64(), Some(9_000_000));
+    assert_eq!(auto["sum_mean_rcvbuf_bytes"].as_u64(), Some(4_000_000));
     assert_eq!(
         (auto["valid_runs"].as_u64(), auto["runs"].as_u64()),
         (Some(1), Some(2))
