@@ -399,3 +399,38 @@ fn a_serve_without_buffer_budget_is_said_so() {
     );
     assert!(said[3].as_deref().is_some_and(|w| w.contains("cannot run")));
 }
+
+/// A smoke run fails on missing data: a client without its timing file,
+/// one that failed (with what it printed), one without its byte count.
+#[test]
+fn missing_or_failed_clients_are_errors_that_say_which() {
+    let dir = std::env::temp_dir().join(format!("rightsize-bench-clients-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let files = RunFiles::in_dir(&dir);
+    let write = |i: usize, time: &str, out: &str, err: &str| {
+        let (t, o, e) = files.client(i);
+        for (path, text) in [(t, time), (o, out), (e, err)] {
+            std::fs::write(path, text).expect("client file");
+        }
+    };
+    write(1, "10 20 0\n", "{\"bytes\": 7}", "");
+    let one = super::read_clients(&files, 1, Client::Rightsize);
+    let two = super::read_clients(&files, 2, Client::Rightsize);
+    write(2, "10 30 1\n", "", "rightsize: 530 login refused\n");
+    let failed = super::read_clients(&files, 2, Client::Rightsize);
+    write(2, "10 30 0\n", "", "");
+    let silent = super::read_clients(&files, 2, Client::Curl);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        one,
+        Ok(vec![ClientRun {
+            start_ns: 10,
+            end_ns: 20,
+            rc: 0,
+            bytes: Some(7)
+        }])
+    );
+    assert!(two.is_err_and(|e| e.starts_with("client 2 left no timing")));
+    assert!(failed.is_err_and(|e| e == "client 2 exited with 1: rightsize: 530 login refused"));
+    assert!(silent.is_err_and(|e| e.starts_with("client 1: no byte count")));
+}
