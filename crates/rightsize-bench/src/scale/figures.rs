@@ -132,7 +132,7 @@ pub struct RunFigures {
 
 /// The figures of a run whose every client must have received `expect`
 /// bytes; the reason it does not count if one failed, moved another
-/// amount, or a sampler wrote nothing.
+/// amount, or a sampler wrote nothing or saw no data connection.
 pub fn run_figures(
     clients: &[ClientRun],
     expect: Bytes,
@@ -158,6 +158,7 @@ pub fn run_figures(
             return Err(format!("client {n} ended before it started"));
         }
     }
+    let busy = |samples: &[Sample]| samples.iter().filter(|s| s.sockets > 0).count();
     let (Some(rcv), Some(snd)) = (peak(rcvbuf), peak(sndbuf)) else {
         return Err(format!(
             "a buffer sampler wrote nothing ({} receive-buffer samples on the clients' host, {} send-buffer samples on the server's)",
@@ -165,6 +166,15 @@ pub fn run_figures(
             sndbuf.len()
         ));
     };
+    if busy(rcvbuf) == 0 || busy(sndbuf) == 0 {
+        return Err(format!(
+            "a buffer sampler saw no data connection ({} of {} receive-buffer samples on the clients' host, {} of {} send-buffer samples on the server's)",
+            busy(rcvbuf),
+            rcvbuf.len(),
+            busy(sndbuf),
+            sndbuf.len()
+        ));
+    }
     let seconds = |c: &ClientRun| (c.end_ns - c.start_ns) as f64 / 1e9;
     let bits = expect.0 as f64 * 8.0;
     let goodputs: Vec<f64> = clients.iter().map(|c| bits / seconds(c)).collect();

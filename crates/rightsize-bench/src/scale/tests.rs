@@ -248,6 +248,14 @@ fn run_figures_need_every_client_and_both_samplers() {
     );
     assert!(run_figures(&[c(0, 1)], mib, &[sample(1)], &[]).is_err_and(|e| e.contains("sampler")));
     assert!(run_figures(&[], mib, &[sample(1)], &[sample(1)]).is_err());
+    let idle = Sample {
+        sockets: 0,
+        ..sample(0)
+    };
+    assert!(
+        run_figures(&[c(0, 1)], mib, &[sample(1)], &[idle])
+            .is_err_and(|e| e.contains("no data connection"))
+    );
     // globus-url-copy says no bytes: its exit code counts.
     let silent = [ClientRun {
         bytes: None,
