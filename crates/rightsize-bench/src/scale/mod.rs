@@ -5,10 +5,10 @@
 //! tuner (the server's `--tune`, and the clients' when they are rightsize)
 //! it measures the aggregate goodput (all bytes over the time from the
 //! first client's start to the last one's end), Jain's fairness over the
-//! clients' own goodputs, and the peaks of the summed buffers of both
-//! hosts' data connections, sampled every 100 ms with `ss -tm` (the sum
-//! is sampled, not the connections' own peaks added): the clients'
-//! receive buffers and the server's send buffers. Then `auto` with
+//! clients' own goodputs, and the peaks (and means) of the summed
+//! buffers of both hosts' data connections, sampled every 100 ms with `ss
+//! -tm` (the sum is sampled, not the connections' own peaks added): the
+//! clients' receive buffers and the server's send buffers. Then `auto` with
 //! `rightsize serve --buffer-budget` (4 x the BDP unless `--budget`):
 //! whether every sample stayed within it, and the goodput it cost.
 //!
@@ -51,8 +51,8 @@ each receiving SIZE from one rightsize serve --tune T on the right host (the cli
 rightsize get --tune T, or curl or globus-url-copy, which Linux autotunes), every run on a fresh
 rightsize path run, the tuners alternating. Per tuner: the aggregate goodput (all bytes over the
 first start to the last end), Jain's fairness over the clients' goodputs, the clients' summed
-peak receive buffers and the server's summed peak send buffers (the sums sampled every 100 ms
-with ss -tm, control connections left out). Then auto with serve --buffer-budget SIZE (default
+receive buffers and the server's summed send buffers, peak and mean (the sums sampled every
+100 ms with ss -tm, control connections left out). Then auto with serve --buffer-budget SIZE (default
 4 x the path's BDP): whether every sample held within it, and its goodput against auto's.
 Prints each run, the medians and the goals (auto against kernel: goodput >= 0.95x, fairness
 >= 0.9, receive buffers <= 0.25x, send buffers <= 0.5x; the budget held, goodput >= 0.9x).
