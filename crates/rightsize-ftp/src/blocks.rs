@@ -210,9 +210,13 @@ fn send_stream(
         };
         let end = HEADER_BYTES + usize::try_from(len).unwrap_or(0);
         let (head, piece) = buf[..end].split_at_mut(HEADER_BYTES);
-        source
-            .read_exact_at(piece, offset)
-            .map_err(|e| Failure::Local(e.to_string()))?;
+        // The buffer starts zeroed and only the header is written over:
+        // the zero source has nothing to read.
+        if !matches!(source, Source::Zeros) {
+            source
+                .read_exact_at(piece, offset)
+                .map_err(|e| Failure::Local(e.to_string()))?;
+        }
         head.copy_from_slice(&Header::data(offset, len).encode());
         stream
             .write_all(&buf[..end])
