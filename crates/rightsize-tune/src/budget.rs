@@ -15,7 +15,10 @@
 //!   wants fit, each gets its want; when they do not, the budget is shared
 //!   by water-filling: every connection gets its want or the same level,
 //!   whichever is smaller, and the level is the highest that fits. A flow
-//!   that needs less leaves the rest to those that need more.
+//!   that needs less leaves the rest to those that need more. A grant is
+//!   also never more than what the others do not hold now: a connection
+//!   whose share fell gives its bytes back at its next sample, and only
+//!   then can another take them.
 //! - [`Budgeted`] wraps a connection's tuner: before the handshake it fixes
 //!   the other buffer (and a sender's main one, which the kernel would
 //!   otherwise grow by itself); after it, every request of the main buffer
@@ -25,11 +28,11 @@
 //!   right after the handshake, not before (a receive buffer fixed before
 //!   the handshake would fix a small window scale for good).
 //!
-//! Guarantees: the sum of what the admitted connections are allowed never
-//! exceeds the limit (a connection's allowance shrinks before a newcomer's
-//! start counts, and each connection follows its allowance at its next
-//! sample, 10 ms at most with `auto`); closing a connection (dropping its
-//! [`Budgeted`]) returns its share at once. Pure: no I/O, no clock.
+//! Guarantees: what the connections hold never sums to more than the
+//! limit, except for a newcomer's least while the others give back what
+//! its admission took from their shares (at their next samples: 10 ms at
+//! most); closing a connection (dropping its [`Budgeted`]) returns what it
+//! held at once. Pure: no I/O, no clock.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -93,8 +96,8 @@ impl fmt::Display for Exhausted {
 pub struct Use {
     /// The bound, stored bytes.
     pub limit: u64,
-    /// What the connections are allowed, summed.
-    pub allowed: u64,
+    /// What the connections hold, summed.
+    pub held: u64,
     /// What they want, summed.
     pub wanted: u64,
     /// Connections admitted.
@@ -105,8 +108,9 @@ pub struct Use {
 #[derive(Debug, Clone)]
 pub struct Budget {
     limit: u64,
-    /// Each connection's want, stored bytes (at least [`min_cost`]).
-    wants: BTreeMap<u64, u64>,
+    /// Each connection's want and what it holds, stored bytes (at least
+    /// [`min_cost`] each).
+    wants: BTreeMap<u64, (u64, u64)>,
     next: u64,
 }
 
@@ -131,15 +135,41 @@ impl Budget {
         }
         let id = self.next;
         self.next += 1;
-        self.wants.insert(id, min_cost());
+        self.wants.insert(id, (min_cost(), min_cost()));
         Ok(id)
     }
 
-    /// Connection `id` wants `cost` stored bytes (both buffers).
-    pub fn want(&mut self, id: u64, cost: u64) {
-        if let Some(w) = self.wants.get_mut(&id) {
-            *w = cost.max(min_cost());
+    /// Connection `id` wants `cost` stored bytes (both buffers): what it
+    /// may hold now, which it holds from now on.
+    pub fn grant(&mut self, id: u64, cost: u64) -> u64 {
+        if let Some(entry) = self.wants.get_mut(&id) {
+            entry.0 = cost.max(min_cost());
         }
+        self.follow(id)
+    }
+
+    /// What connection `id` may hold now, for the want it has: its share
+    /// (water-filling), and no more than the others leave free. It holds
+    /// that from now on.
+    pub fn follow(&mut self, id: u64) -> u64 {
+        let Some(&(want, _)) = self.wants.get(&id) else {
+            return min_cost();
+        };
+        let share = match self.level() {
+            None => want,
+            Some(level) => want.min(level),
+        };
+        let others: u64 = self
+            .wants
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .map(|(_, (_, held))| held)
+            .sum();
+        let granted = share.min(self.limit.saturating_sub(others)).max(min_cost());
+        if let Some(entry) = self.wants.get_mut(&id) {
+            entry.1 = granted;
+        }
+        granted
     }
 
     /// Why a connection is not admitted now.
@@ -163,11 +193,11 @@ impl Budget {
     /// The water level: every want above it gets the level. `None` when
     /// every want fits.
     fn level(&self) -> Option<u64> {
-        let total: u64 = self.wants.values().sum();
+        let total: u64 = self.wants.values().map(|w| w.0).sum();
         if total <= self.limit {
             return None;
         }
-        let mut wants: Vec<u64> = self.wants.values().copied().collect();
+        let mut wants: Vec<u64> = self.wants.values().map(|w| w.0).collect();
         wants.sort_unstable();
         let mut left = self.limit;
         let mut count = wants.len() as u64;
@@ -184,26 +214,12 @@ impl Budget {
         Some(left)
     }
 
-    /// What connection `id` may hold now, stored bytes.
-    pub fn allowed(&self, id: u64) -> u64 {
-        let want = self.wants.get(&id).copied().unwrap_or(0);
-        match self.level() {
-            None => want,
-            Some(level) => want.min(level).max(min_cost()),
-        }
-    }
-
     /// The budget's use now.
     pub fn usage(&self) -> Use {
-        let level = self.level();
         Use {
             limit: self.limit,
-            allowed: self
-                .wants
-                .values()
-                .map(|&w| level.map_or(w, |l| w.min(l).max(min_cost())))
-                .sum(),
-            wanted: self.wants.values().sum(),
+            held: self.wants.values().map(|w| w.1).sum(),
+            wanted: self.wants.values().map(|w| w.0).sum(),
             connections: self.wants.len(),
         }
     }
@@ -233,20 +249,27 @@ impl Budgeted {
         budget: &Arc<Mutex<Budget>>,
     ) -> Result<Budgeted, Exhausted> {
         let id = lock(budget).open()?;
+        // A tuner that sizes its buffer once, before or right after the
+        // handshake (static:SIZE, a client's SBUF), wants that size.
+        let setup = inner.setup();
+        let want = match role {
+            Role::Sender => setup.pre_handshake.sndbuf.or(setup.after_connect.sndbuf),
+            Role::Receiver => setup.pre_handshake.rcvbuf.or(setup.after_connect.rcvbuf),
+        };
         Ok(Budgeted {
             inner,
             budget: Arc::clone(budget),
             id,
             role,
-            want: None,
+            want: want.map(|b| b.0.max(MIN_MAIN.0)),
             applied: MIN_MAIN.0,
             sampled: Duration::ZERO,
         })
     }
 
-    /// The main buffer request the budget allows now.
-    fn allowed_main(&self) -> u64 {
-        main_for(lock(&self.budget).allowed(self.id)).max(MIN_MAIN.0)
+    /// The main buffer request the budget grants for a want of `asked`.
+    fn granted_main(&self, asked: u64) -> u64 {
+        main_for(lock(&self.budget).grant(self.id, cost(asked))).max(MIN_MAIN.0)
     }
 
     /// `action` of the inner tuner, within the budget: the main buffer cut
@@ -272,8 +295,7 @@ impl Budgeted {
         };
         let asked = asked.max(MIN_MAIN.0);
         self.want = Some(asked);
-        lock(&self.budget).want(self.id, cost(asked));
-        let granted = asked.min(self.allowed_main());
+        let granted = asked.min(self.granted_main(asked));
         self.applied = granted;
         Some(main(Bytes(granted)))
     }
@@ -281,7 +303,8 @@ impl Budgeted {
     /// At a sample: the main buffer brought to the allowance if it moved
     /// (down: newcomers; up: towards the want, once the budget freed up).
     fn follow(&mut self) -> Option<Action> {
-        let target = self.want?.min(self.allowed_main());
+        let want = self.want?;
+        let target = want.min(main_for(lock(&self.budget).follow(self.id)).max(MIN_MAIN.0));
         if target == self.applied {
             return None;
         }
@@ -309,7 +332,8 @@ impl Tuner for Budgeted {
     }
 
     fn setup(&self) -> Setup {
-        setup_for(self.role, self.inner.setup(), self.allowed_main())
+        // The start: the connection's least, held since its admission.
+        setup_for(self.role, self.inner.setup(), MIN_MAIN.0)
     }
 
     fn inputs(&self) -> Inputs {

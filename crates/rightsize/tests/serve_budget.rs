@@ -36,7 +36,7 @@ fn connections_beyond_the_budget_get_425_with_why_until_one_ends() {
     let status = fourth.cmd("STAT");
     assert!(
         status.text().contains("Buffer budget:")
-            && status.text().contains("to 3 data connection(s)"),
+            && status.text().contains("by 3 data connection(s)"),
         "{status:?}"
     );
     let _data = TcpStream::connect(fourth.epsv()).unwrap();

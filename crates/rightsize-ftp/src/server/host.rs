@@ -369,8 +369,8 @@ impl ServerHost for FsHost {
             .budget_use()
             .map(|u| {
                 vec![format!(
-                    "Buffer budget: {} allowed of {} to {} data connection(s), which want {}",
-                    Bytes(u.allowed).human_si(),
+                    "Buffer budget: {} held of {} by {} data connection(s), which want {}",
+                    Bytes(u.held).human_si(),
                     Bytes(u.limit).human_si(),
                     u.connections,
                     Bytes(u.wanted).human_si()

@@ -221,8 +221,8 @@ impl TransferLog {
         });
         let budget = self.shared.budget_use().map_or_else(String::new, |u| {
             format!(
-                "; buffer budget {} allowed of {} to {} connection(s)",
-                u.allowed, u.limit, u.connections
+                "; buffer budget {} held of {} by {} connection(s)",
+                u.held, u.limit, u.connections
             )
         });
         self.shared.log(&format!(

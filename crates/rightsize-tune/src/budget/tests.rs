@@ -29,26 +29,35 @@ fn wants_that_fit_are_met_and_the_rest_is_shared_by_water_filling() {
     let mut b = Budget::new(Bytes(10 * MB));
     let small = b.open().unwrap();
     let big = b.open().unwrap();
-    b.want(small, MB);
-    b.want(big, 4 * MB);
-    assert_eq!((b.allowed(small), b.allowed(big)), (MB, 4 * MB));
+    assert_eq!((b.grant(small, MB), b.grant(big, 4 * MB)), (MB, 4 * MB));
     // A third wants 8 MB: 13 MB do not fit. The level is 5 MB: the two
     // below it keep their wants, the third gets the 5 MB left.
     let hungry = b.open().unwrap();
-    b.want(hungry, 8 * MB);
-    assert_eq!(b.allowed(small), MB);
-    assert_eq!(b.allowed(big), 4 * MB, "under the level: its want");
-    assert_eq!(b.allowed(hungry), 5 * MB);
+    assert_eq!(b.grant(hungry, 8 * MB), 5 * MB);
+    assert_eq!((b.follow(small), b.follow(big)), (MB, 4 * MB));
     let usage = b.usage();
     assert_eq!(
-        (usage.allowed, usage.wanted, usage.connections),
+        (usage.held, usage.wanted, usage.connections),
         (10 * MB, 13 * MB, 3)
     );
-    // Every allowance together is within the limit, whatever the wants.
+    // What they hold together is within the limit, whatever the wants.
     for want in [0, 1, MB, 7 * MB, 100 * MB] {
-        b.want(small, want);
-        assert!(b.usage().allowed <= 10 * MB, "want {want}");
+        b.grant(small, want);
+        assert!(b.usage().held <= 10 * MB, "want {want}");
     }
+}
+
+#[test]
+fn a_grant_is_never_what_another_still_holds() {
+    let mut b = Budget::new(Bytes(10 * MB));
+    let first = b.open().unwrap();
+    assert_eq!(b.grant(first, 9 * MB), 9 * MB);
+    // A second wants as much: its share is 5 MB, but the first holds 9
+    // until its next sample; the second gets the 1 MB left for now.
+    let second = b.open().unwrap();
+    assert_eq!(b.grant(second, 9 * MB), MB);
+    assert_eq!(b.follow(first), 5 * MB, "the first gives back");
+    assert_eq!(b.follow(second), 5 * MB, "then the second takes it");
 }
 
 #[test]
@@ -114,14 +123,20 @@ fn a_request_is_cut_to_the_allowance_and_follows_it_down_and_back_up() {
         first.within(Action::SetRcvBuf(Bytes(3 * MB))),
         Some(Action::SetRcvBuf(Bytes(3 * MB)))
     );
-    // A second connection wants as much: 6 MB do not fit in 4; each
-    // gets half of the budget at its next sample.
+    // A second connection wants as much: 6 MB do not fit in 4. It gets
+    // what the first leaves free now (1 MB); the first comes down to
+    // half of the budget at its next sample, the second up to it at its.
     let mut second = fixed("3MB", Role::Receiver, &budget);
     let got = second.within(Action::SetRcvBuf(Bytes(3 * MB))).unwrap();
+    assert_eq!(
+        got,
+        Action::SetRcvBuf(Bytes(main_for(limit - cost(3 * MB))))
+    );
     let half = main_for(limit / 2);
-    assert_eq!(got, Action::SetRcvBuf(Bytes(half)));
     let d = first.on_event(&rx_sample(30, 0, 100, 65_535, 131_072));
     assert_eq!(rcvbuf(&d), Some(half), "cut at the next sample");
+    let d = second.on_event(&rx_sample(30, 0, 100, 65_535, 131_072));
+    assert_eq!(rcvbuf(&d), Some(half), "and the second takes what it left");
     // The second one ends: the first goes back to its want.
     drop(second);
     let d = first.on_event(&rx_sample(40, 0, 100, 65_535, 131_072));
