@@ -291,12 +291,17 @@ impl BlockReader {
     }
 
     /// How many bytes to read next so as to stop at the end of the block
-    /// or header being read: 0 once the connection's data ended. Reading
-    /// no more than this never takes bytes of the next transfer on a
-    /// connection kept open.
+    /// or header being read (with the next block's header, when this
+    /// block does not end the connection's data: one read then takes a
+    /// block's bytes and the next header): 0 once the connection's data
+    /// ended. Reading no more than this never takes bytes of the next
+    /// transfer on a connection kept open.
     pub fn wanted(&self) -> usize {
         match self.block {
-            Some(block) => usize::try_from(block.left).unwrap_or(usize::MAX),
+            Some(block) if block.eod => usize::try_from(block.left).unwrap_or(usize::MAX),
+            Some(block) => usize::try_from(block.left)
+                .unwrap_or(usize::MAX)
+                .saturating_add(HEADER_BYTES),
             None if self.eod => 0,
             None => HEADER_BYTES - self.filled,
         }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::{self, BufferRequest};
 use rightsize_sys::telemetry::{Inbox, Monitor, TunerSummary, Tuning};
+use rightsize_tune::budget::{self, Budget, Budgeted, MIN_MAIN};
 use rightsize_tune::driver::settings_actions;
 use rightsize_tune::streams::share::{Aggregate, Share};
 use rightsize_tune::telemetry::BufferSummary;
@@ -49,6 +50,7 @@ pub struct StreamTuners {
     aggregate: Arc<Mutex<Aggregate>>,
     control: Option<TcpStream>,
     monitors: Mutex<Vec<Monitor>>,
+    budget: Option<Arc<Mutex<Budget>>>,
 }
 
 /// What the streams' tuners found, summed over the streams.
@@ -90,7 +92,26 @@ impl StreamTuners {
             aggregate,
             control,
             monitors: Mutex::new(Vec::new()),
+            budget: None,
         }
+    }
+
+    /// Each stream within `budget` (a server's `--buffer-budget`): its
+    /// tuner held to its share, its buffers fixed as
+    /// [`rightsize_tune::budget::setup_for`] says; a stream the budget
+    /// cannot admit is shut down.
+    #[must_use]
+    pub fn within(mut self, budget: Option<&Arc<Mutex<Budget>>>) -> StreamTuners {
+        let Some(budget) = budget else {
+            return self;
+        };
+        // Untuned streams (a listing) are held at their least.
+        let spec = *self.spec.get_or_insert(TunerSpec::Kernel);
+        let inner = stream_tuner(&spec, self.role, &Arc::new(Mutex::new(Aggregate::new())));
+        let setup = budget::setup_for(self.role, inner.setup(), MIN_MAIN.0);
+        self.request = request(&self.request, setup.pre_handshake);
+        self.budget = Some(Arc::clone(budget));
+        self
     }
 
     /// What every stream's socket gets before its handshake.
@@ -111,8 +132,21 @@ impl StreamTuners {
     pub fn tune(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
         let spec = self.spec.as_ref()?;
         let own = Arc::new(AtomicU64::new(0));
+        let tuner = stream_tuner(spec, self.role, &self.aggregate);
+        let tuner = match &self.budget {
+            None => tuner,
+            Some(budget) => match Budgeted::new(tuner, self.role, budget) {
+                Ok(budgeted) => Box::new(budgeted),
+                Err(_) => {
+                    // No buffers for it: the transfer fails rather than
+                    // crawl on a stream the budget does not count.
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    return None;
+                }
+            },
+        };
         let tuning = Tuning {
-            tuner: stream_tuner(spec, self.role, &self.aggregate),
+            tuner,
             control: self.control.as_ref().and_then(|c| c.try_clone().ok()),
             to_peer: None,
             report_info: false,

@@ -48,6 +48,7 @@
 
 pub mod advice;
 pub mod bdp;
+pub mod budget;
 pub mod check;
 pub mod civil;
 pub mod diagnose;

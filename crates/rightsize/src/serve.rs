@@ -84,6 +84,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME", conflicts_with_all = ["rcvbuf", "sndbuf"])]
     pub tune: Option<TunerSpec>,
 
+    /// Bound the buffers of all data connections together: the sum of their SO_SNDBUF and
+    /// SO_RCVBUF (as the kernel stores them) stays within SIZE (e.g. 4x the path's BDP: 10MB). Each
+    /// connection's tuner sizes within its share: what it needs while the needs fit, else an even
+    /// level that those needing less leave to the others; a connection that cannot have its least
+    /// (144 KiB) is refused with 425 and why. STAT shows the use. Needs a tuner that sizes buffers
+    /// (auto, drs, sobas, freebsd, static:SIZE), not kernel or stock.
+    #[arg(long, value_name = "SIZE", value_parser = parse_budget, conflicts_with_all = ["rcvbuf", "sndbuf"])]
+    pub buffer_budget: Option<Bytes>,
+
     /// SO_RCVBUF for data connections (a client's SBUF replaces it): 64KiB, 16MiB.
     #[arg(long, value_name = "SIZE", value_parser = Bytes::parse_positive)]
     pub rcvbuf: Option<Bytes>,
@@ -114,6 +123,19 @@ pub struct ServeArgs {
     /// No log lines on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// `--buffer-budget`: a size that holds at least one data connection.
+fn parse_budget(input: &str) -> Result<Bytes, String> {
+    let bytes = Bytes::parse_positive(input).map_err(|e| e.to_string())?;
+    let least = rightsize_tune::budget::min_cost();
+    if bytes.get() < least {
+        return Err(format!(
+            "buffer budget \"{input}\" holds no data connection: each needs at least {} ({least} bytes); give e.g. 10MB",
+            Bytes(least).human_iec()
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `LOW-HIGH` with 1 <= LOW <= HIGH <= 65535.
@@ -163,6 +185,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None if args.rcvbuf.is_some() || args.sndbuf.is_some() => None,
         None => Some(TunerSpec::Auto),
     };
+    if args.buffer_budget.is_some()
+        && matches!(config.tune, Some(TunerSpec::Kernel | TunerSpec::Stock))
+    {
+        anyhow::bail!(
+            "--buffer-budget with --tune {}: the kernel's autotuning cannot be bounded; use auto, drs, sobas, freebsd or static:SIZE",
+            config.tune.map_or_else(String::new, |t| t.to_string())
+        );
+    }
+    config.buffer_budget = args.buffer_budget;
     config.write_size = args.write_size;
     config.telemetry_dir = args.telemetry_dir.clone();
     config.telemetry_interval = args.telemetry_interval;

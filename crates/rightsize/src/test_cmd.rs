@@ -41,14 +41,15 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 pub const TEST_ABOUT: &str = "\
 A memory-to-memory throughput test against `rightsize serve` through its benchmark source and \
-sink (the analogue of perfSONAR's throughput test), over one data connection sized by a tuner on \
-both ends: interval lines like iperf3 (goodput, retransmits, cwnd, RTT, the buffers of both \
+sink (the analogue of perfSONAR's throughput test), over one data connection (or -P N streams in \
+MODE E) sized by a tuner on both ends: interval lines like iperf3 (goodput, retransmits, cwnd, RTT, the buffers of both \
 ends) and a summary.
 
   rightsize test 127.0.0.1:2121                       # the client sends for 10 s (iperf3's default)
   rightsize test right:2121 --reverse -i 1            # the server sends (iperf3 -R)
   rightsize test right:2121 --bytes 1G --tune kernel  # both ends leave the buffers to Linux
   rightsize test right:2121 --time 5s --json
+  rightsize test right:2121 -P 4 -R                   # four streams (iperf3 -P 4 -R)
 
 By default the client sends zeros to /.rightsize/null/ (STOR); with --reverse it reads \
 /.rightsize/zero/SIZE (RETR). --tune sets the client's tuner and, with a rightsize server, the \

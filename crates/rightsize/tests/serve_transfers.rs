@@ -12,6 +12,17 @@ use std::time::{Duration, Instant};
 
 use serve_support::{Control, Serve, add_user, random_bytes};
 
+/// Runs `rightsize ARGS`, which must succeed, and reads its JSON.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    serde_json::from_slice::<serde_json::Value>(&output.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {output:?}"))
+}
+
 struct Fixture {
     dir: tempfile::TempDir,
     serve: Serve,
@@ -277,16 +288,8 @@ fn rightsize_get_and_put_over_four_streams_verified() {
     std::fs::write(f.file("pub/p.bin"), &content).unwrap();
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("p.bin");
-    let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
     let url = format!("ftp://alice:pw-alice@{}/pub/p.bin", f.serve.addr);
-    let summary = run(&[
+    let summary = json_of(&[
         "get",
         &url,
         "-P",
@@ -300,7 +303,7 @@ fn rightsize_get_and_put_over_four_streams_verified() {
     assert_eq!(summary["streams"], 4);
     assert_eq!(summary["checksum"]["verified"], true);
     let up = format!("ftp://alice:pw-alice@{}/pub/p-up.bin", f.serve.addr);
-    let summary = run(&[
+    let summary = json_of(&[
         "put",
         target.to_str().unwrap(),
         &up,
@@ -321,15 +324,7 @@ fn every_mode_e_stream_of_both_ends_is_tuned_as_one_flow() {
     std::fs::create_dir_all(&root).unwrap();
     let log = dir.path().join("serve.log");
     let serve = Serve::start_logged(&root, &[], &log);
-    let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
-    let get = run(&[
+    let get = json_of(&[
         "get",
         &serve.url("/.rightsize/zero/1G"),
         "-P",
@@ -343,7 +338,7 @@ fn every_mode_e_stream_of_both_ends_is_tuned_as_one_flow() {
         .unwrap()
         .set_len(512 << 20)
         .unwrap();
-    let put = run(&[
+    let put = json_of(&[
         "put",
         "-P",
         "4",
@@ -552,12 +547,7 @@ fn rightsize_put_r_a_tree_pipelined_then_skip_it_with_c() {
     let run = |extra: &[&str]| {
         let mut args = vec!["put", "-r", top.to_str().unwrap(), &url, "--json"];
         args.extend_from_slice(extra);
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+        json_of(&args)
     };
     let summary = run(&["--verify", "-j", "2", "-P", "2"]);
     assert_eq!(summary["files"], made.len() as u64);
@@ -588,15 +578,7 @@ fn sync_skips_the_files_already_the_same_and_moves_those_that_differ_at_the_same
     std::fs::write(f.file("pub/t/new"), &new).unwrap();
     std::fs::write(mine.join("same"), &same).unwrap();
     std::fs::write(mine.join("d/changed"), random_bytes(50_000, 24)).unwrap();
-    let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(args)
-            .args(["--sync", "--json"])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
+    let run = |args: &[&str]| json_of(&[args, &["--sync", "--json"]].concat());
     // A download (pipelined in MODE E: the CKSMs go ahead with the RETRs).
     let url = format!("ftp://alice:pw-alice@{}/pub/t/", f.serve.addr);
     let got = run(&["get", "-r", &url, "-o", mine.to_str().unwrap()]);

@@ -158,6 +158,29 @@ fn reading_what_is_wanted_stops_at_the_eod() {
 }
 
 #[test]
+fn a_block_that_does_not_end_the_data_is_wanted_with_the_next_header() {
+    let mut wire = block(Header::data(0, 5), b"hello");
+    wire.extend(block(
+        Header {
+            descriptor: crate::mode_e::descriptor::EOD,
+            count: 3,
+            offset: 5,
+        },
+        b"end",
+    ));
+    wire.extend(block(Header::data(0, 3), b"two"));
+    let mut reader = BlockReader::new();
+    let mut items = Vec::new();
+    reader.feed(&wire[..17], &mut items).unwrap();
+    assert_eq!(reader.wanted(), 5 + 17, "the bytes and the next header");
+    reader.feed(&wire[17..39], &mut items).unwrap();
+    assert_eq!(reader.wanted(), 3, "the last block's bytes alone");
+    reader.feed(&wire[39..42], &mut items).unwrap();
+    assert!(reader.ended());
+    assert_eq!(reader.wanted(), 0);
+}
+
+#[test]
 fn a_count_that_overflows_the_offset_is_refused() {
     let wire = block(Header::data(u64::MAX - 1, 4), b"abcd");
     assert!(matches!(

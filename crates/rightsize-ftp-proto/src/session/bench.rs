@@ -205,6 +205,10 @@ impl<H: ServerHost> ServerHost for BenchHost<H> {
         self.inner.authenticate(user, password)
     }
 
+    fn status(&mut self) -> Vec<String> {
+        self.inner.status()
+    }
+
     fn tcp_settings(&mut self) -> Option<Vec<(String, String)>> {
         self.inner.tcp_settings()
     }

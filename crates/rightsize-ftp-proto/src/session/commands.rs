@@ -221,7 +221,7 @@ pub(super) fn dispatch(
         Command::Mdtm(path) => with_meta(session, host, &path, |meta| {
             reply(213, &listing::mdtm(UtcTime::from_unix(meta.modified_unix)))
         }),
-        Command::Stat(None) => status(session),
+        Command::Stat(None) => status(session, host),
         Command::Stat(Some(path)) => stat_path(session, host, &path, now_unix),
         Command::Dele(path) => fs_op(session, host, &path, |host, p| host.remove_file(p), 250, "Delete operation successful."),
         Command::Rmd(path) => {
@@ -643,22 +643,21 @@ fn with_meta(
     }
 }
 
-fn status(session: &Session) -> Vec<Output> {
-    multiline(
-        211,
-        vec![
-            "FTP server status:".into(),
-            format!("     Connected to {}", session.peer.ip()),
-            format!("     TYPE: {}", mode_name(session)),
-            format!(
-                "     SBUF: {}",
-                session
-                    .sbuf
-                    .map_or_else(|| "not set".into(), |s| s.to_string())
-            ),
-            "End of status".into(),
-        ],
-    )
+fn status(session: &Session, host: &mut dyn ServerHost) -> Vec<Output> {
+    let mut lines = vec![
+        "FTP server status:".into(),
+        format!("     Connected to {}", session.peer.ip()),
+        format!("     TYPE: {}", mode_name(session)),
+        format!(
+            "     SBUF: {}",
+            session
+                .sbuf
+                .map_or_else(|| "not set".into(), |s| s.to_string())
+        ),
+    ];
+    lines.extend(host.status().into_iter().map(|l| format!("     {l}")));
+    lines.push("End of status".into());
+    multiline(211, lines)
 }
 
 fn stat_path(

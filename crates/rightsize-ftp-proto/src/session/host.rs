@@ -84,6 +84,11 @@ pub trait ServerHost {
     /// Checks a user's password; `None` for an unknown user or a wrong
     /// password alike.
     fn authenticate(&mut self, user: &str, password: &[u8]) -> Option<Access>;
+    /// Lines about the server as a whole for `STAT` (e.g. its buffer
+    /// budget's use); none by default.
+    fn status(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// This host's TCP settings for `SITE RIGHTSIZE HOST`, one
     /// `name=value` pair each as `sysctl` names and prints them
     /// (`net.ipv4.tcp_rmem=4096 131072 6291456`); `None` where the host
@@ -179,6 +184,9 @@ pub enum TransferOutcome {
     OpenFailed(FsError),
     /// The data connection could not be made (after the 150).
     DataConnectFailed(String),
+    /// No buffers for a data connection (the server's buffer budget is
+    /// spent, before the 150): the reply says why.
+    NoBuffers(String),
     /// The data connection broke mid-transfer.
     NetworkError(String),
     /// Reading or writing the local file failed (disk full, I/O error).

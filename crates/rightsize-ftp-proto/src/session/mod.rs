@@ -283,6 +283,13 @@ impl Session {
             TransferOutcome::DataConnectFailed(_) => {
                 Reply::trusted(425, "Failed to establish connection.".into())
             }
+            TransferOutcome::NoBuffers(why) => Reply::trusted(
+                425,
+                format!(
+                    "No buffers for a data connection: {}.",
+                    why.replace(['\r', '\n'], " ")
+                ),
+            ),
             TransferOutcome::NetworkError(_) => {
                 Reply::trusted(426, "Connection closed; transfer aborted.".into())
             }

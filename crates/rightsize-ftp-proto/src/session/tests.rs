@@ -432,6 +432,7 @@ fn transfer_failures_map_to_their_codes() {
     let cases = [
         (TransferOutcome::OpenFailed(FsError::NotFound), 550),
         (TransferOutcome::DataConnectFailed("timeout".into()), 425),
+        (TransferOutcome::NoBuffers("budget spent".into()), 425),
         (TransferOutcome::NetworkError("reset".into()), 426),
         (TransferOutcome::LocalError("disk full".into()), 451),
     ];

@@ -295,6 +295,79 @@ fn get_into(
     Ok(report)
 }
 
+/// A `RETR` over streams, received.
+pub(super) struct Streamed {
+    /// How the data connections were made, and the buffers they got.
+    pub(super) plan: (DataMode, socket::Applied),
+    /// A completion reply that came instead of a `150`.
+    pub(super) early: Option<Reply>,
+    /// How the blocks ended.
+    pub(super) result: Result<Assembly, Failure>,
+    /// What came.
+    pub(super) received: blocks::Received,
+}
+
+/// `RETR path` over streams that connect to a listener of their own
+/// (`before` runs between the listener and the `RETR`: a `REST`), the
+/// blocks received into `sink` with `assembly`'s expectations until whole,
+/// failed or `stop`; the streams tuned by `hooks`, progress to `observer`
+/// against the download's `size`.
+#[allow(clippy::type_complexity)]
+pub(super) fn retr_streams(
+    session: &mut Session<TcpStream>,
+    path: &[u8],
+    before: &mut dyn FnMut(&mut Session<TcpStream>, &mut dyn Observer) -> Result<(), ClientError>,
+    (assembly, sink): (Assembly, Option<&mut dyn WriteAt>),
+    (hooks, options, size): (&Hooks, &Options, Option<u64>),
+    observer: &mut dyn Observer,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<Streamed, ClientError> {
+    let server = session.control.server();
+    let plan = data::open_active(
+        &mut session.control,
+        &session.features,
+        hooks.tuners.request(),
+        observer,
+    )?;
+    let data::Pending::Listening(listener, _) = &plan.pending else {
+        return Err(ClientError::Parallel {
+            why: "the data connections could not be listened for",
+        });
+    };
+    before(session, observer)?;
+    let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
+    let incoming = Incoming {
+        listener,
+        peer: server.ip(),
+        cached: Vec::new(),
+        connect_timeout: options.connect_timeout,
+        idle_timeout: options.idle_timeout,
+    };
+    let (result, received) = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            blocks::receive(
+                incoming,
+                assembly,
+                sink,
+                &hooks.moved,
+                stop,
+                &mut |stream| hooks.connected(stream),
+                &mut |stream| hooks.first(stream),
+            )
+        });
+        hooks.watch(observer, size, &|| worker.is_finished());
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    Ok(Streamed {
+        plan: (plan.mode, plan.applied),
+        early,
+        result,
+        received,
+    })
+}
+
 /// What a download's streams moved, and where its end goes on.
 struct Ran {
     /// A control connection still logged in, for the checksum and `QUIT`.
@@ -322,46 +395,30 @@ fn one_retr(
 ) -> Result<Ran, ClientError> {
     let path = url.path();
     let server = session.control.server();
-    let plan = data::open_active(
-        &mut session.control,
-        &session.features,
-        hooks.tuners.request(),
+    let held = got.clone();
+    let streamed = retr_streams(
+        &mut session,
+        path,
+        &mut |session, observer| {
+            if held.total() > 0 {
+                rest_ranges(session, &held, url, observer)?;
+            }
+            Ok(())
+        },
+        (
+            Assembly::new(size, got.clone()),
+            Some(target as &mut dyn WriteAt),
+        ),
+        (hooks, options, size),
         observer,
+        &|| signals::caught().is_some(),
     )?;
-    let data::Pending::Listening(listener, _) = &plan.pending else {
-        return Err(ClientError::Parallel {
-            why: "the data connections could not be listened for",
-        });
-    };
-    if got.total() > 0 {
-        rest_ranges(&mut session, got, url, observer)?;
-    }
-    let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
-    let incoming = Incoming {
-        listener,
-        peer: server.ip(),
-        cached: Vec::new(),
-        connect_timeout: options.connect_timeout,
-        idle_timeout: options.idle_timeout,
-    };
-    let assembly = Assembly::new(size, got.clone());
-    let (result, received) = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| {
-            blocks::receive(
-                incoming,
-                assembly,
-                Some(target as &mut dyn WriteAt),
-                &hooks.moved,
-                &|| signals::caught().is_some(),
-                &mut |stream| hooks.connected(stream),
-                &mut |stream| hooks.first(stream),
-            )
-        });
-        hooks.watch(observer, size, &|| worker.is_finished());
-        worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
+    let Streamed {
+        plan,
+        early,
+        result,
+        received,
+    } = streamed;
     *got = received.ranges.clone();
     if let Err(failure) = result {
         return Err(failed(failure, server, "RETR", url));
@@ -372,7 +429,7 @@ fn one_retr(
     }
     Ok(Ran {
         session: Some(session),
-        plan: (plan.mode, plan.applied),
+        plan,
         streams,
         trials: Vec::new(),
     })

@@ -28,8 +28,9 @@ use rightsize_ftp_proto::{Command, PeerMessage, Reply, RightsizeOpts};
 use rightsize_sys::poll::{self, Want};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
+use rightsize_tune::budget::Budgeted;
 use rightsize_tune::units::Bytes;
-use rightsize_tune::{Peer, Role, Tuner};
+use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
 use crate::tuning::{self, StreamTuners};
 
@@ -290,11 +291,6 @@ impl Conn {
                 }
             },
         };
-        if self.control.write_all(&plan.start_reply.encode()).is_err() {
-            return Err(TransferOutcome::NetworkError(
-                "control connection lost".into(),
-            ));
-        }
         let role = match &plan.kind {
             TransferKind::Store { .. } => Role::Receiver,
             TransferKind::Retrieve { .. } | TransferKind::Listing(_) => Role::Sender,
@@ -309,8 +305,11 @@ impl Conn {
                 .data_plan(plan.sbuf, self.host.inner().tune(), role, peer);
         let listing = matches!(plan.kind, TransferKind::Listing(_));
         let extended = plan.extended;
+        let sends = !matches!(plan.kind, TransferKind::Store { .. });
+        let budget = self.shared.budget.as_ref();
         // MODE E's streams are tuned together (the same tuner, `auto` as
-        // one flow); a listing is too short to tune.
+        // one flow); a listing is too short to tune. Within a budget, a
+        // client's SBUF is a fixed size like static:SIZE.
         let spec = tuner
             .is_some()
             .then(|| {
@@ -321,13 +320,46 @@ impl Conn {
             })
             .flatten()
             .copied()
+            .or_else(|| budget.and(plan.sbuf).map(|b| TunerSpec::Static(Bytes(b))))
             .filter(|_| !listing && extended.is_some());
-        let tuners = StreamTuners::new(&request, spec, role, self.control.try_clone().ok());
+        let tuners = StreamTuners::new(&request, spec, role, self.control.try_clone().ok())
+            .within(budget.filter(|_| extended.is_some()));
         let request = tuners.request().clone();
         let tuner = tuner.filter(|_| !listing && extended.is_none());
+        // Within a budget every data connection is admitted before the
+        // 150, or refused with 425 and why.
+        let (request, tuner) = match (budget, extended) {
+            (None, _) => (request, tuner),
+            (Some(budget), Some(streams)) => {
+                let wanted = if sends { streams as usize } else { 1 };
+                let budget = budget.lock().unwrap_or_else(PoisonError::into_inner);
+                if !budget.admits(wanted) {
+                    return Err(TransferOutcome::NoBuffers(budget.refusal().to_string()));
+                }
+                (request, tuner)
+            }
+            (Some(budget), None) => {
+                // A listing, or fixed buffers, within the budget too.
+                let inner = tuner.unwrap_or_else(|| {
+                    let fixed = plan
+                        .sbuf
+                        .map_or(TunerSpec::Kernel, |b| TunerSpec::Static(Bytes(b)));
+                    tuning::build(&fixed, role, peer)
+                });
+                let budgeted = Budgeted::new(inner, role, budget)
+                    .map_err(|e| TransferOutcome::NoBuffers(e.to_string()))?;
+                let request =
+                    tuning::request(&self.shared.config.buffers, budgeted.setup().pre_handshake);
+                (request, Some(Box::new(budgeted) as Box<dyn Tuner>))
+            }
+        };
+        if self.control.write_all(&plan.start_reply.encode()).is_err() {
+            return Err(TransferOutcome::NetworkError(
+                "control connection lost".into(),
+            ));
+        }
         // Kept connections serve the next MODE E transfer the same way
         // (an upload, or a send to the same address); others are closed.
-        let sends = !matches!(plan.kind, TransferKind::Store { .. });
         // A listing goes over connections of its own, closed after it
         // (globus-url-copy -fast reads a listing only from new ones); the
         // kept ones wait for the next file.

@@ -4,6 +4,7 @@
 
 use rightsize_tune::TunerSpec;
 use rightsize_tune::host::SysctlKey;
+use rightsize_tune::units::Bytes;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -363,8 +364,28 @@ impl ServerHost for FsHost {
         Some(settings)
     }
 
+    fn status(&mut self) -> Vec<String> {
+        self.shared
+            .budget_use()
+            .map(|u| {
+                vec![format!(
+                    "Buffer budget: {} held of {} by {} data connection(s), which want {}",
+                    Bytes(u.held).human_si(),
+                    Bytes(u.limit).human_si(),
+                    u.connections,
+                    Bytes(u.wanted).human_si()
+                )]
+            })
+            .unwrap_or_default()
+    }
+
     fn set_tuner(&mut self, spec: &str) -> Result<String, String> {
         let spec: TunerSpec = spec.parse().map_err(|e| format!("{e}"))?;
+        if self.shared.budget.is_some() && matches!(spec, TunerSpec::Kernel | TunerSpec::Stock) {
+            return Err(format!(
+                "{spec} leaves the buffers to the kernel, which no budget bounds: this server has a buffer budget; accepted: auto, drs, sobas, freebsd, static:SIZE"
+            ));
+        }
         let name = spec.to_string();
         self.tune = Some(spec);
         Ok(name)

@@ -22,8 +22,8 @@ mod telemetry;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +31,8 @@ use rightsize_ftp_proto::passwd::UserDb;
 use rightsize_ftp_proto::session::SessionConfig;
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
+use rightsize_tune::budget::{Budget, Use};
+use rightsize_tune::units::Bytes;
 use rightsize_tune::write_size::WriteSize;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
@@ -88,6 +90,11 @@ pub struct ServerConfig {
     /// client sent `SBUF` before the transfer; `None` applies `buffers` as
     /// they are.
     pub tune: Option<TunerSpec>,
+    /// The bound on all data connections' buffers together
+    /// (`--buffer-budget`, [`rightsize_tune::budget`]): every connection's
+    /// tuner sizes within its share, and a connection that cannot have its
+    /// least is refused with 425.
+    pub buffer_budget: Option<Bytes>,
     /// Bytes per `write(2)` on every data connection the server sends on
     /// (RETR, the zero source, listings), to reproduce the Windows tuning note's
     /// write-size experiment (Appendix B); `None` sends files and the zero
@@ -120,6 +127,7 @@ impl ServerConfig {
             data_idle_timeout: DEFAULT_DATA_IDLE_TIMEOUT,
             buffers: BufferRequest::default(),
             tune: None,
+            buffer_budget: None,
             write_size: None,
             telemetry_dir: None,
             telemetry_interval: Duration::from_millis(100),
@@ -179,9 +187,18 @@ struct Shared {
     started_unix: i64,
     /// Where the next passive port search starts, so ports rotate.
     next_passive: AtomicU32,
+    /// The data connections' buffer budget, if any.
+    budget: Option<Arc<Mutex<Budget>>>,
 }
 
 impl Shared {
+    /// The buffer budget's use now, if there is one.
+    pub(super) fn budget_use(&self) -> Option<Use> {
+        self.budget
+            .as_ref()
+            .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner).usage())
+    }
+
     fn log(&self, line: &str) {
         if !self.config.quiet {
             let _ = writeln!(std::io::stderr().lock(), "rightsize serve: {line}");
@@ -264,6 +281,9 @@ impl Server {
             root,
             started_unix,
             next_passive: AtomicU32::new(std::process::id()),
+            budget: config
+                .buffer_budget
+                .map(|limit| Arc::new(Mutex::new(Budget::new(limit)))),
             config,
         });
         Ok(Server { listener, shared })

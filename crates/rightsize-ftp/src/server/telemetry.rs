@@ -136,6 +136,9 @@ impl TransferLog {
         settings.insert("rcvbuf_bytes".into(), setting(self.sbuf.or(buffers.rcvbuf)));
         settings.insert("sndbuf_bytes".into(), setting(self.sbuf.or(buffers.sndbuf)));
         settings.insert("tune".into(), tune.unwrap_or("none").to_owned());
+        if let Some(budget) = self.shared.config.buffer_budget {
+            settings.insert("buffer_budget_bytes".into(), budget.get().to_string());
+        }
         if self.direction == Direction::Send {
             telemetry::record_write_size(&mut settings, self.shared.config.write_size);
         }
@@ -216,8 +219,14 @@ impl TransferLog {
                 f.buffers.peak_rcvbuf_bytes, f.buffers.peak_sndbuf_bytes
             )
         });
+        let budget = self.shared.budget_use().map_or_else(String::new, |u| {
+            format!(
+                "; buffer budget {} held of {} by {} connection(s)",
+                u.held, u.limit, u.connections
+            )
+        });
         self.shared.log(&format!(
-            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}{tuned}",
+            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}{tuned}{budget}",
             self.peer, self.number, self.what, report.outcome
         ));
         finished

@@ -325,80 +325,206 @@ pub fn run(scenario: &Scenario) -> Outcome {
         limits: limits(&scenario.host),
         peer,
     };
-    let mut rx = scenario
+    let rx = scenario
         .receiver
         .as_ref()
         .unwrap_or(&scenario.spec)
         .build(ctx(Role::Receiver));
-    let mut tx = scenario
+    let tx = scenario
         .sender
         .as_ref()
         .unwrap_or(&scenario.spec)
         .build(ctx(Role::Sender));
-    let mut log = Vec::new();
-    let (rx_setup, tx_setup) = (rx.setup(), tx.setup());
-    let pre = |rx: &Setup, tx: &Setup| SocketSettings {
-        rcvbuf: rx.pre_handshake.rcvbuf.map(|b| b.get() as f64),
-        clamp: rx.pre_handshake.window_clamp.map(|b| b.get() as f64),
-        sndbuf: tx.pre_handshake.sndbuf.map(|b| b.get() as f64),
-    };
-    let mut flow = Flow::new(
-        scenario.path,
-        scenario.host,
-        scenario.cc,
-        scenario.seed,
-        pre(&rx_setup, &tx_setup),
-    );
-    let mut pending: VecDeque<Pending> = VecDeque::new();
-    // Before the first byte: the control channel's RTT and the trains.
-    let mut first = vec![Event::ControlRtt(RttMeasurement {
-        at: Duration::ZERO,
-        rtt: secs(scenario.path.base_rtt),
-    })];
-    if let Some(factor) = scenario.trains {
-        let wire = 10.0 * (MSS + HEADERS);
-        for _ in 0..5 {
-            first.push(Event::Train(TrainProbe {
-                at: Duration::ZERO,
-                bytes: wire as u64,
-                dispersion: secs(wire / (scenario.path.rate_bps / 8.0 * factor)),
-            }));
-        }
-    }
-    for event in &first {
-        deliver(
-            &mut *rx,
-            Role::Receiver,
-            event,
-            &mut flow,
-            &mut pending,
-            scenario,
-            &mut log,
-        );
-        deliver(
-            &mut *tx,
-            Role::Sender,
-            event,
-            &mut flow,
-            &mut pending,
-            scenario,
-            &mut log,
-        );
-    }
-    apply_settings(&mut flow, &rx_setup, &tx_setup);
-
-    let mut changes = scenario.changes.clone();
-    changes.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut changes: VecDeque<(f64, Path)> = changes.into();
-    let (mut next_report, mut next_probe, mut next_rtt, mut next_telemetry) =
-        (REPORT_EVERY, PROBES_EVERY, scenario.control_rtt_every, 0.0);
-    let mut peaks = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    let mut rcvbuf_time = 0.0;
-    let mut sndbuf_time = 0.0;
-    let mut received = Vec::new();
-    let mut trace = Vec::new();
+    let mut conn = Conn::new(scenario, scenario.seed, rx, tx);
     let ticks = (scenario.seconds / TICK).round() as u64;
     for _ in 0..ticks {
+        conn.tick(scenario);
+    }
+    conn.outcome(scenario)
+}
+
+/// Runs one connection per pair of tuners `ends` makes (its argument:
+/// the connection's number), all through the one bottleneck of
+/// `scenario.path` (its queue and its rate are shared; each flow has its
+/// own RTT and random losses), each seeded apart. A tick steps them in
+/// turn; what each says happened, and the most the windows and the
+/// buffers summed to at any tick.
+pub fn run_sharing(
+    scenario: &Scenario,
+    flows: usize,
+    ends: &mut dyn FnMut(usize) -> (Box<dyn Tuner>, Box<dyn Tuner>),
+) -> Shared {
+    let mut conns: Vec<Conn> = (0..flows)
+        .map(|i| {
+            let (rx, tx) = ends(i);
+            Conn::new(scenario, scenario.seed.wrapping_add(i as u64), rx, tx)
+        })
+        .collect();
+    let mut bottleneck = 0.0;
+    let mut peaks = (0.0f64, 0.0f64);
+    let ticks = (scenario.seconds / TICK).round() as u64;
+    for _ in 0..ticks {
+        for conn in &mut conns {
+            conn.flow.set_bottleneck_free_at(bottleneck);
+            conn.tick(scenario);
+            bottleneck = conn.flow.bottleneck_free_at();
+        }
+        let sum = |f: fn(&Flow) -> f64| conns.iter().map(|c| f(&c.flow)).sum::<f64>();
+        peaks.0 = peaks.0.max(sum(Flow::advertised));
+        peaks.1 = peaks.1.max(sum(|f| f.rcvbuf + f.sndbuf));
+    }
+    Shared {
+        flows: conns.into_iter().map(|c| c.outcome(scenario)).collect(),
+        peak_window_sum: peaks.0,
+        peak_buffers_sum: peaks.1,
+    }
+}
+
+/// What flows sharing one bottleneck did.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// Each flow's outcome.
+    pub flows: Vec<Outcome>,
+    /// The most the advertised windows summed to at one tick.
+    pub peak_window_sum: f64,
+    /// The most both ends' buffers (each receiver's receive buffer and
+    /// each sender's send buffer) summed to at one tick.
+    pub peak_buffers_sum: f64,
+}
+
+impl Shared {
+    /// The flows' goodput together, payload bytes per second.
+    pub fn goodput(&self) -> f64 {
+        self.flows.iter().map(|f| f.goodput).sum()
+    }
+
+    /// Jain's fairness index over the flows' goodputs.
+    pub fn fairness(&self) -> f64 {
+        let n = self.flows.len() as f64;
+        let sum: f64 = self.flows.iter().map(|f| f.goodput).sum();
+        let squares: f64 = self.flows.iter().map(|f| f.goodput * f.goodput).sum();
+        if squares == 0.0 {
+            return 0.0;
+        }
+        sum * sum / (n * squares)
+    }
+}
+
+/// One modelled connection and the tuners at its two ends, with what the
+/// driver keeps for them.
+struct Conn {
+    rx: Box<dyn Tuner>,
+    tx: Box<dyn Tuner>,
+    flow: Flow,
+    pending: VecDeque<Pending>,
+    log: Vec<Logged>,
+    changes: VecDeque<(f64, Path)>,
+    next_report: f64,
+    next_probe: f64,
+    next_rtt: f64,
+    next_telemetry: f64,
+    peaks: (f64, f64, f64),
+    rcvbuf_time: f64,
+    sndbuf_time: f64,
+    received: Vec<(f64, f64)>,
+    trace: Vec<Trace>,
+}
+
+impl Conn {
+    /// The connection up: the tuners' settings applied, the control
+    /// channel's RTT and the trains delivered.
+    fn new(scenario: &Scenario, seed: u64, mut rx: Box<dyn Tuner>, mut tx: Box<dyn Tuner>) -> Conn {
+        let mut log = Vec::new();
+        let (rx_setup, tx_setup) = (rx.setup(), tx.setup());
+        let pre = |rx: &Setup, tx: &Setup| SocketSettings {
+            rcvbuf: rx.pre_handshake.rcvbuf.map(|b| b.get() as f64),
+            clamp: rx.pre_handshake.window_clamp.map(|b| b.get() as f64),
+            sndbuf: tx.pre_handshake.sndbuf.map(|b| b.get() as f64),
+        };
+        let mut flow = Flow::new(
+            scenario.path,
+            scenario.host,
+            scenario.cc,
+            seed,
+            pre(&rx_setup, &tx_setup),
+        );
+        let mut pending: VecDeque<Pending> = VecDeque::new();
+        // Before the first byte: the control channel's RTT and the trains.
+        let mut first = vec![Event::ControlRtt(RttMeasurement {
+            at: Duration::ZERO,
+            rtt: secs(scenario.path.base_rtt),
+        })];
+        if let Some(factor) = scenario.trains {
+            let wire = 10.0 * (MSS + HEADERS);
+            for _ in 0..5 {
+                first.push(Event::Train(TrainProbe {
+                    at: Duration::ZERO,
+                    bytes: wire as u64,
+                    dispersion: secs(wire / (scenario.path.rate_bps / 8.0 * factor)),
+                }));
+            }
+        }
+        for event in &first {
+            deliver(
+                &mut *rx,
+                Role::Receiver,
+                event,
+                &mut flow,
+                &mut pending,
+                scenario,
+                &mut log,
+            );
+            deliver(
+                &mut *tx,
+                Role::Sender,
+                event,
+                &mut flow,
+                &mut pending,
+                scenario,
+                &mut log,
+            );
+        }
+        apply_settings(&mut flow, &rx_setup, &tx_setup);
+        let mut changes = scenario.changes.clone();
+        changes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Conn {
+            rx,
+            tx,
+            flow,
+            pending,
+            log,
+            changes: changes.into(),
+            next_report: REPORT_EVERY,
+            next_probe: PROBES_EVERY,
+            next_rtt: scenario.control_rtt_every,
+            next_telemetry: 0.0,
+            peaks: (0.0, 0.0, 0.0),
+            rcvbuf_time: 0.0,
+            sndbuf_time: 0.0,
+            received: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// One tick of the flow, and what its tuners hear and do in it.
+    fn tick(&mut self, scenario: &Scenario) {
+        let Conn {
+            rx,
+            tx,
+            flow,
+            pending,
+            log,
+            changes,
+            next_report,
+            next_probe,
+            next_rtt,
+            next_telemetry,
+            peaks,
+            rcvbuf_time,
+            sndbuf_time,
+            received,
+            trace,
+        } = self;
         while changes.front().is_some_and(|(t, _)| *t <= flow.now) {
             if let Some((_, path)) = changes.pop_front() {
                 flow.set_path(path);
@@ -409,17 +535,17 @@ pub fn run(scenario: &Scenario) -> Outcome {
         peaks.0 = peaks.0.max(flow.rcvbuf);
         peaks.1 = peaks.1.max(flow.sndbuf);
         peaks.2 = peaks.2.max(flow.advertised());
-        rcvbuf_time += flow.rcvbuf * TICK;
-        sndbuf_time += flow.sndbuf * TICK;
+        *rcvbuf_time += flow.rcvbuf * TICK;
+        *sndbuf_time += flow.sndbuf * TICK;
         let mut events: Vec<(Role, Event)> = Vec::new();
         while pending.front().is_some_and(|p| p.at <= now) {
             if let Some(p) = pending.pop_front() {
                 events.push((p.to, p.event));
             }
         }
-        let telemetry = now >= next_telemetry;
+        let telemetry = now >= *next_telemetry;
         if telemetry {
-            next_telemetry += TELEMETRY_EVERY;
+            *next_telemetry += TELEMETRY_EVERY;
             received.push((now, flow.received));
             trace.push(Trace {
                 at: now,
@@ -431,14 +557,14 @@ pub fn run(scenario: &Scenario) -> Outcome {
             });
         }
         let due = |t: &dyn Tuner| t.next_wakeup().is_some_and(|w| w <= secs(now));
-        if telemetry || due(&*rx) {
-            events.push((Role::Receiver, Event::Sample(receiver_sample(&flow))));
+        if telemetry || due(&**rx) {
+            events.push((Role::Receiver, Event::Sample(receiver_sample(flow))));
         }
-        if telemetry || due(&*tx) {
-            events.push((Role::Sender, Event::Sample(sender_sample(&flow))));
+        if telemetry || due(&**tx) {
+            events.push((Role::Sender, Event::Sample(sender_sample(flow))));
         }
-        if now >= next_rtt {
-            next_rtt += scenario.control_rtt_every;
+        if now >= *next_rtt {
+            *next_rtt += scenario.control_rtt_every;
             let m = RttMeasurement {
                 at: secs(now),
                 rtt: secs(flow.path_rtt()),
@@ -446,11 +572,11 @@ pub fn run(scenario: &Scenario) -> Outcome {
             events.push((Role::Receiver, Event::ControlRtt(m)));
             events.push((Role::Sender, Event::ControlRtt(m)));
         }
-        if scenario.udp_probes && now >= next_probe {
-            next_probe += PROBES_EVERY;
+        if scenario.udp_probes && now >= *next_probe {
+            *next_probe += PROBES_EVERY;
             let mut lost = u32::from(std::mem::take(&mut flow.overflowed_since_probe));
             for _ in 0..PROBES_PER_REPORT {
-                if flow.path.loss > 0.0 && rng_probe(&mut flow) < flow.path.loss {
+                if flow.path.loss > 0.0 && rng_probe(flow) < flow.path.loss {
                     lost += 1;
                 }
             }
@@ -464,14 +590,14 @@ pub fn run(scenario: &Scenario) -> Outcome {
                 }),
             ));
         }
-        if scenario.rightsize_peer && now >= next_report {
-            next_report += REPORT_EVERY;
-            let info = sender_sample(&flow).tcp_info.map(|i| PeerInfo {
+        if scenario.rightsize_peer && now >= *next_report {
+            *next_report += REPORT_EVERY;
+            let info = sender_sample(flow).tcp_info.map(|i| PeerInfo {
                 pace_bps: flow.pace.map(|p| (p * 8.0) as u64),
                 ..PeerInfo::from_tcp_info(&i)
             });
             post(
-                &mut pending,
+                pending,
                 Pending {
                     at: now + flow.path.base_rtt / 2.0 + flow.queue_delay(),
                     to: Role::Receiver,
@@ -490,39 +616,35 @@ pub fn run(scenario: &Scenario) -> Outcome {
                 // event of this tick may have changed the sockets.
                 Event::Sample(sample) => {
                     *sample = match role {
-                        Role::Receiver => receiver_sample(&flow),
-                        Role::Sender => sender_sample(&flow),
+                        Role::Receiver => receiver_sample(flow),
+                        Role::Sender => sender_sample(flow),
                     };
                 }
                 _ => {}
             }
             let tuner: &mut dyn Tuner = match role {
-                Role::Receiver => &mut *rx,
-                Role::Sender => &mut *tx,
+                Role::Receiver => &mut **rx,
+                Role::Sender => &mut **tx,
             };
-            deliver(
-                tuner,
-                role,
-                &event,
-                &mut flow,
-                &mut pending,
-                scenario,
-                &mut log,
-            );
+            deliver(tuner, role, &event, flow, pending, scenario, log);
         }
     }
-    Outcome {
-        goodput: flow.received / scenario.seconds,
-        retrans_bytes: flow.stats.bytes_retrans,
-        peak_rcvbuf: peaks.0,
-        mean_rcvbuf: rcvbuf_time / scenario.seconds,
-        peak_sndbuf: peaks.1,
-        mean_sndbuf: sndbuf_time / scenario.seconds,
-        peak_window: peaks.2,
-        log,
-        received,
-        trace,
-        receiver_state: rx.state(),
+
+    /// What happened, once the scenario's time is up.
+    fn outcome(self, scenario: &Scenario) -> Outcome {
+        Outcome {
+            goodput: self.flow.received / scenario.seconds,
+            retrans_bytes: self.flow.stats.bytes_retrans,
+            peak_rcvbuf: self.peaks.0,
+            mean_rcvbuf: self.rcvbuf_time / scenario.seconds,
+            peak_sndbuf: self.peaks.1,
+            mean_sndbuf: self.sndbuf_time / scenario.seconds,
+            peak_window: self.peaks.2,
+            log: self.log,
+            received: self.received,
+            trace: self.trace,
+            receiver_state: self.rx.state(),
+        }
     }
 }
 

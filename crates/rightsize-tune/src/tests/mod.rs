@@ -11,6 +11,7 @@
 pub(crate) mod harness;
 pub(crate) mod model;
 mod robustness;
+mod sharing;
 
 use std::time::Duration;
 

@@ -325,6 +325,17 @@ impl Flow {
         self.path.base_rtt + self.queue_delay()
     }
 
+    /// When the bottleneck is free again: the queue in front of it, as
+    /// a time. Flows that share one bottleneck pass it on.
+    pub fn bottleneck_free_at(&self) -> f64 {
+        self.bottleneck_free_at
+    }
+
+    /// The queue other flows left at the shared bottleneck.
+    pub fn set_bottleneck_free_at(&mut self, at: f64) {
+        self.bottleneck_free_at = at;
+    }
+
     pub fn queue_delay(&self) -> f64 {
         (self.bottleneck_free_at - self.now).max(0.0)
     }

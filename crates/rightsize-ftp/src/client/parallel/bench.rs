@@ -20,15 +20,13 @@ use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_tune::Role;
 
 use super::{
-    Hooks, extended_mode, extended_setup, failed, report, server_side, stor_blocks, streams_tuning,
+    Hooks, Streamed, extended_mode, extended_setup, failed, report, retr_streams, server_side,
+    stor_blocks, streams_tuning,
 };
-use crate::blocks::{self, Failure, Incoming};
-use crate::client::control::arg;
-use crate::client::data;
+use crate::blocks::{self, Failure};
 use crate::client::error::ClientError;
 use crate::client::session::Session;
 use crate::client::{Direction, Observer, Options, Report};
-use rightsize_ftp_proto::Command;
 
 /// Sends zeros to `path` (a name under `/.rightsize/null/`) over
 /// `streams` streams: `size` bytes, or until `enough`. The report, and the
@@ -80,43 +78,21 @@ pub(in crate::client) fn receive(
     extended_setup(session, None, streams, observer)?;
     let hooks = Hooks::new(options, session, Role::Receiver);
     let server = session.control.server();
-    let plan = data::open_active(
-        &mut session.control,
-        &session.features,
-        hooks.tuners.request(),
-        observer,
-    )?;
-    let data::Pending::Listening(listener, _) = &plan.pending else {
-        return Err(ClientError::Parallel {
-            why: "the data connections could not be listened for",
-        });
-    };
-    let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
-    let incoming = Incoming {
-        listener,
-        peer: server.ip(),
-        cached: Vec::new(),
-        connect_timeout: options.connect_timeout,
-        idle_timeout: options.idle_timeout,
-    };
     let started = Instant::now();
-    let (result, _) = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| {
-            blocks::receive(
-                incoming,
-                Assembly::new(Some(size), Ranges::new()),
-                None,
-                &hooks.moved,
-                enough,
-                &mut |stream| hooks.connected(stream),
-                &mut |stream| hooks.first(stream),
-            )
-        });
-        hooks.watch(observer, Some(size), &|| worker.is_finished());
-        worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
+    let Streamed {
+        plan,
+        early,
+        result,
+        received: _,
+    } = retr_streams(
+        session,
+        path,
+        &mut |_, _| Ok(()),
+        (Assembly::new(Some(size), Ranges::new()), None),
+        (&hooks, options, Some(size)),
+        observer,
+        enough,
+    )?;
     let elapsed = started.elapsed();
     let tuning = streams_tuning(&hooks.tuners);
     match result {
@@ -130,7 +106,7 @@ pub(in crate::client) fn receive(
     let mut report = report(
         url,
         Direction::Get,
-        (plan.mode, plan.applied, hooks.tuners.request().clone()),
+        (plan.0, plan.1, hooks.tuners.request().clone()),
         first.as_ref(),
         (
             hooks.moved.load(Ordering::Relaxed),

@@ -218,3 +218,16 @@ fn a_sending_stream_never_asks_for_more_than_the_kernels_send_autotuning_reaches
     let d = only.on_event(&tx_sample(100, 1_000_000, 100));
     assert_eq!(d.actions, vec![Action::SetSndBuf(Bytes(2 << 20))]);
 }
+
+#[test]
+fn on_a_path_shorter_than_a_millisecond_the_window_is_sized_for_eight() {
+    let mut a = Aggregate::new();
+    let id = a.join();
+    a.report(id, 0, Some(Duration::from_micros(50)), None);
+    a.tick(ms(0));
+    // 1 MB in 10 ms (each sample closes a round here): 100 MB/s, sized
+    // for LAN_SIZING_RTT, not for 50 us.
+    a.report(id, 1_000_000, None, None);
+    let r = a.tick(ms(10)).unwrap();
+    assert_eq!(r.window, (1.5 * 100e6 * 0.008) as u64);
+}

@@ -1,0 +1,421 @@
+//! A server's buffer budget (`serve --buffer-budget SIZE`): the buffers of
+//! all its data connections, summed, stay within one bound.
+//!
+//! Costs are counted as the kernel stores buffers, twice each request
+//! ([`LINUX_DOUBLING`]), and a connection costs both of its buffers: the
+//! one its data goes through (a sender's `SO_SNDBUF`, a receiver's
+//! `SO_RCVBUF`, its *main* buffer) and the other, which carries only
+//! acknowledgements and is set to [`OTHER`].
+//!
+//! - [`Budget`] admits a connection only if every connection admitted can
+//!   still have its least ([`MIN_MAIN`] and [`OTHER`], [`min_cost`]); the
+//!   next one gets [`Exhausted`], which says so, instead of crawling on a
+//!   buffer too small to move data.
+//! - Each connection says what it wants (its tuner's request); while the
+//!   wants fit, each gets its want; when they do not, the budget is shared
+//!   by water-filling: every connection gets its want or the same level,
+//!   whichever is smaller, and the level is the highest that fits. A flow
+//!   that needs less leaves the rest to those that need more. A grant is
+//!   also never more than what the others do not hold now: a connection
+//!   whose share fell gives its bytes back at its next sample, and only
+//!   then can another take them.
+//! - [`Budgeted`] wraps a connection's tuner: before the handshake it fixes
+//!   the other buffer (and a sender's main one, which the kernel would
+//!   otherwise grow by itself); after it, every request of the main buffer
+//!   is cut to what the budget allows, and at every sample the buffer is
+//!   cut again if newcomers lowered the allowance, or raised back towards
+//!   the want when the budget freed up. A receiver's main buffer is set
+//!   right after the handshake, not before (a receive buffer fixed before
+//!   the handshake would fix a small window scale for good).
+//!
+//! Guarantees: what the connections hold never sums to more than the
+//! limit, except for a newcomer's least while the others give back what
+//! its admission took from their shares (at their next samples: 10 ms at
+//! most); closing a connection (dropping its [`Budgeted`]) returns what it
+//! held at once. Pure: no I/O, no clock.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::units::Bytes;
+use crate::{Action, Decision, Event, Inputs, Role, Setup, Tuner};
+
+/// Linux stores twice a buffer request.
+pub const LINUX_DOUBLING: u64 = 2;
+/// The least request of a connection's main buffer: about 45 segments,
+/// enough for slow start's first rounds.
+pub const MIN_MAIN: Bytes = Bytes(64 * 1024);
+/// The request of the buffer a connection does not move data through.
+pub const OTHER: Bytes = Bytes(8 * 1024);
+/// How often a wrapped tuner that wants no sample of its own is sampled,
+/// to follow its allowance.
+const FOLLOW_EVERY: Duration = Duration::from_millis(10);
+
+/// What one connection costs at least, stored bytes.
+pub fn min_cost() -> u64 {
+    LINUX_DOUBLING * (MIN_MAIN.0 + OTHER.0)
+}
+
+/// A connection's cost with a main buffer request of `main`, stored bytes.
+fn cost(main: u64) -> u64 {
+    LINUX_DOUBLING * (main + OTHER.0)
+}
+
+/// The main buffer request a cost allows.
+fn main_for(cost: u64) -> u64 {
+    (cost / LINUX_DOUBLING).saturating_sub(OTHER.0)
+}
+
+/// Why a connection was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exhausted {
+    /// The budget.
+    pub limit: Bytes,
+    /// Connections holding it.
+    pub connections: usize,
+}
+
+impl std::error::Error for Exhausted {}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the buffer budget of {} is shared by {} data connections, each at its least ({}); try again when one ends",
+            self.limit.human_iec(),
+            self.connections,
+            Bytes(min_cost()).human_iec()
+        )
+    }
+}
+
+/// The budget's state now, for `STAT` and telemetry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Use {
+    /// The bound, stored bytes.
+    pub limit: u64,
+    /// What the connections hold, summed.
+    pub held: u64,
+    /// What they want, summed.
+    pub wanted: u64,
+    /// Connections admitted.
+    pub connections: usize,
+}
+
+/// The connections' shares of one bound; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    limit: u64,
+    /// Each connection's want and what it holds, stored bytes (at least
+    /// [`min_cost`] each).
+    wants: BTreeMap<u64, (u64, u64)>,
+    next: u64,
+}
+
+impl Budget {
+    /// A budget of `limit` stored bytes.
+    pub fn new(limit: Bytes) -> Budget {
+        Budget {
+            limit: limit.0,
+            wants: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    /// Admits a connection at its least; its number.
+    pub fn open(&mut self) -> Result<u64, Exhausted> {
+        let n = self.wants.len() as u64 + 1;
+        if n.saturating_mul(min_cost()) > self.limit {
+            return Err(Exhausted {
+                limit: Bytes(self.limit),
+                connections: self.wants.len(),
+            });
+        }
+        let id = self.next;
+        self.next += 1;
+        self.wants.insert(id, (min_cost(), min_cost()));
+        Ok(id)
+    }
+
+    /// Connection `id` wants `cost` stored bytes (both buffers): what it
+    /// may hold now, which it holds from now on.
+    pub fn grant(&mut self, id: u64, cost: u64) -> u64 {
+        if let Some(entry) = self.wants.get_mut(&id) {
+            entry.0 = cost.max(min_cost());
+        }
+        self.follow(id)
+    }
+
+    /// What connection `id` may hold now, for the want it has: its share
+    /// (water-filling), and no more than the others leave free. It holds
+    /// that from now on.
+    pub fn follow(&mut self, id: u64) -> u64 {
+        let Some(&(want, _)) = self.wants.get(&id) else {
+            return min_cost();
+        };
+        let share = match self.level() {
+            None => want,
+            Some(level) => want.min(level),
+        };
+        let others: u64 = self
+            .wants
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .map(|(_, (_, held))| held)
+            .sum();
+        let granted = share.min(self.limit.saturating_sub(others)).max(min_cost());
+        if let Some(entry) = self.wants.get_mut(&id) {
+            entry.1 = granted;
+        }
+        granted
+    }
+
+    /// Why a connection is not admitted now.
+    pub fn refusal(&self) -> Exhausted {
+        Exhausted {
+            limit: Bytes(self.limit),
+            connections: self.wants.len(),
+        }
+    }
+
+    /// Whether `n` more connections would be admitted now.
+    pub fn admits(&self, n: usize) -> bool {
+        ((self.wants.len() + n) as u64).saturating_mul(min_cost()) <= self.limit
+    }
+
+    /// Connection `id` ended.
+    pub fn close(&mut self, id: u64) {
+        self.wants.remove(&id);
+    }
+
+    /// The water level: every want above it gets the level. `None` when
+    /// every want fits.
+    fn level(&self) -> Option<u64> {
+        let total: u64 = self.wants.values().map(|w| w.0).sum();
+        if total <= self.limit {
+            return None;
+        }
+        let mut wants: Vec<u64> = self.wants.values().map(|w| w.0).collect();
+        wants.sort_unstable();
+        let mut left = self.limit;
+        let mut count = wants.len() as u64;
+        for w in wants {
+            // Everyone left would get `left / count`: a want below that
+            // is met whole.
+            let even = left / count;
+            if w > even {
+                return Some(even);
+            }
+            left -= w;
+            count -= 1;
+        }
+        Some(left)
+    }
+
+    /// The budget's use now.
+    pub fn usage(&self) -> Use {
+        Use {
+            limit: self.limit,
+            held: self.wants.values().map(|w| w.1).sum(),
+            wanted: self.wants.values().map(|w| w.0).sum(),
+            connections: self.wants.len(),
+        }
+    }
+}
+
+/// A connection's tuner within a [`Budget`]; see the module documentation.
+#[derive(Debug)]
+pub struct Budgeted {
+    inner: Box<dyn Tuner>,
+    budget: Arc<Mutex<Budget>>,
+    id: u64,
+    role: Role,
+    /// The main buffer request the tuner wants (`None`: none yet).
+    want: Option<u64>,
+    /// The main buffer request applied last.
+    applied: u64,
+    /// The last sample's time.
+    sampled: Duration,
+}
+
+impl Budgeted {
+    /// `inner` for one connection at the end `role` names, admitted to
+    /// `budget` or refused.
+    pub fn new(
+        inner: Box<dyn Tuner>,
+        role: Role,
+        budget: &Arc<Mutex<Budget>>,
+    ) -> Result<Budgeted, Exhausted> {
+        let id = lock(budget).open()?;
+        // A tuner that sizes its buffer once, before or right after the
+        // handshake (static:SIZE, a client's SBUF), wants that size.
+        let setup = inner.setup();
+        let want = match role {
+            Role::Sender => setup.pre_handshake.sndbuf.or(setup.after_connect.sndbuf),
+            Role::Receiver => setup.pre_handshake.rcvbuf.or(setup.after_connect.rcvbuf),
+        };
+        Ok(Budgeted {
+            inner,
+            budget: Arc::clone(budget),
+            id,
+            role,
+            want: want.map(|b| b.0.max(MIN_MAIN.0)),
+            applied: MIN_MAIN.0,
+            sampled: Duration::ZERO,
+        })
+    }
+
+    /// The main buffer request the budget grants for a want of `asked`.
+    fn granted_main(&self, asked: u64) -> u64 {
+        main_for(lock(&self.budget).grant(self.id, cost(asked))).max(MIN_MAIN.0)
+    }
+
+    /// `action` of the inner tuner, within the budget: the main buffer cut
+    /// to the allowance (its want noted), the other one held at
+    /// [`OTHER`].
+    fn within(&mut self, action: Action) -> Option<Action> {
+        let (main, other) = match self.role {
+            Role::Sender => (
+                Action::SetSndBuf as fn(Bytes) -> Action,
+                Action::SetRcvBuf as fn(Bytes) -> Action,
+            ),
+            Role::Receiver => (
+                Action::SetRcvBuf as fn(Bytes) -> Action,
+                Action::SetSndBuf as fn(Bytes) -> Action,
+            ),
+        };
+        let asked = match (self.role, action) {
+            (Role::Sender, Action::SetSndBuf(b)) | (Role::Receiver, Action::SetRcvBuf(b)) => b.0,
+            (Role::Sender, Action::SetRcvBuf(_)) | (Role::Receiver, Action::SetSndBuf(_)) => {
+                return Some(other(OTHER));
+            }
+            (_, other_action) => return Some(other_action),
+        };
+        let asked = asked.max(MIN_MAIN.0);
+        self.want = Some(asked);
+        let granted = asked.min(self.granted_main(asked));
+        self.applied = granted;
+        Some(main(Bytes(granted)))
+    }
+
+    /// At a sample: the main buffer brought to the allowance if it moved
+    /// (down: newcomers; up: towards the want, once the budget freed up).
+    fn follow(&mut self) -> Option<Action> {
+        let want = self.want?;
+        let target = want.min(main_for(lock(&self.budget).follow(self.id)).max(MIN_MAIN.0));
+        if target == self.applied {
+            return None;
+        }
+        self.applied = target;
+        Some(match self.role {
+            Role::Sender => Action::SetSndBuf(Bytes(target)),
+            Role::Receiver => Action::SetRcvBuf(Bytes(target)),
+        })
+    }
+}
+
+impl Drop for Budgeted {
+    fn drop(&mut self) {
+        lock(&self.budget).close(self.id);
+    }
+}
+
+impl Tuner for Budgeted {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn state(&self) -> &'static str {
+        self.inner.state()
+    }
+
+    fn setup(&self) -> Setup {
+        // The start: the connection's least, held since its admission.
+        setup_for(self.role, self.inner.setup(), MIN_MAIN.0)
+    }
+
+    fn inputs(&self) -> Inputs {
+        self.inner.inputs()
+    }
+
+    fn on_event(&mut self, event: &Event) -> Decision {
+        if let Event::Sample(sample) = event {
+            self.sampled = sample.at;
+        }
+        let mut decision = self.inner.on_event(event);
+        let actions = std::mem::take(&mut decision.actions);
+        decision.actions = actions.into_iter().filter_map(|a| self.within(a)).collect();
+        let main_set = decision.actions.iter().any(|a| {
+            matches!(
+                (self.role, a),
+                (Role::Sender, Action::SetSndBuf(_)) | (Role::Receiver, Action::SetRcvBuf(_))
+            )
+        });
+        if matches!(event, Event::Sample(_))
+            && !main_set
+            && let Some(action) = self.follow()
+        {
+            decision.actions.push(action);
+            if decision.record.is_none() {
+                return Decision::act(
+                    self.inner.state(),
+                    decision.actions,
+                    Bytes(self.applied),
+                    format!(
+                        "the buffer budget allows {} now",
+                        Bytes(self.applied).human_si()
+                    ),
+                );
+            }
+        }
+        decision
+    }
+
+    fn next_wakeup(&self) -> Option<Duration> {
+        // Samples are what lets a connection follow its allowance.
+        let follow = self.sampled + FOLLOW_EVERY;
+        Some(self.inner.next_wakeup().map_or(follow, |t| t.min(follow)))
+    }
+}
+
+/// `inner`'s setup within a budget that allows a main buffer request of
+/// `allowed`: a sender's main buffer fixed before the handshake (left
+/// alone, the kernel grows it by itself), a receiver's right after it (a
+/// receive buffer fixed before the handshake would fix a small window
+/// scale for good), the other buffer at [`OTHER`] before it.
+pub fn setup_for(role: Role, inner: Setup, allowed: u64) -> Setup {
+    let cut = |b: Option<Bytes>| {
+        Some(Bytes(b.map_or(MIN_MAIN.0, |b| {
+            b.0.clamp(MIN_MAIN.0, allowed.max(MIN_MAIN.0))
+        })))
+    };
+    let (mut pre, mut after) = (inner.pre_handshake, inner.after_connect);
+    match role {
+        Role::Sender => {
+            pre.sndbuf = cut(pre.sndbuf.or(after.sndbuf));
+            pre.rcvbuf = Some(OTHER);
+            after.sndbuf = None;
+            after.rcvbuf = None;
+        }
+        Role::Receiver => {
+            after.rcvbuf = cut(pre.rcvbuf.or(after.rcvbuf));
+            pre.rcvbuf = None;
+            pre.sndbuf = Some(OTHER);
+            after.sndbuf = None;
+        }
+    }
+    Setup {
+        pre_handshake: pre,
+        after_connect: after,
+    }
+}
+
+/// `mutex`'s value, even if a thread panicked holding it.
+fn lock(mutex: &Mutex<Budget>) -> std::sync::MutexGuard<'_, Budget> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests;

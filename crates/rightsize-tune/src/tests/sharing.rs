@@ -1,0 +1,126 @@
+//! Flows that share one bottleneck, on the model (`harness::run_sharing`):
+//! the streams of one transfer sized as one flow, and connections held
+//! within one buffer budget.
+
+use std::sync::{Arc, Mutex};
+
+use super::harness::{Scenario, Shared, run_sharing};
+use super::limits;
+use crate::budget::{Budget, Budgeted, OTHER};
+use crate::streams::share::{Aggregate, Share};
+use crate::units::Bytes;
+use crate::{Context, Peer, Role, Tuner, TunerSpec};
+
+fn ctx(role: Role, peer: Peer) -> Context {
+    Context {
+        role,
+        limits: limits(),
+        peer,
+    }
+}
+
+/// The lossy path of the datasets benchmark: 200 Mbit/s x 100 ms, one BDP
+/// of queue, 0.01% random loss, cubic; receivers tuned, kernel senders.
+fn lossy() -> Scenario {
+    let mut s = Scenario::against_plain(
+        "kernel",
+        Role::Receiver,
+        Scenario::benchmark("kernel", 1.0).path,
+    );
+    s.path.loss = 0.0001;
+    s.seconds = 20.0;
+    s
+}
+
+fn bdp(s: &Scenario) -> f64 {
+    s.path.rate_bps / 8.0 * s.path.base_rtt
+}
+
+fn eight_streams(s: &Scenario, share: bool) -> Shared {
+    let aggregate = Arc::new(Mutex::new(Aggregate::new()));
+    run_sharing(s, 8, &mut |_| {
+        let rx: Box<dyn Tuner> = if share {
+            Box::new(Share::new(
+                ctx(Role::Receiver, Peer::Other),
+                Arc::clone(&aggregate),
+            ))
+        } else {
+            TunerSpec::Kernel.build(ctx(Role::Receiver, Peer::Other))
+        };
+        (rx, TunerSpec::Kernel.build(ctx(Role::Sender, Peer::Other)))
+    })
+}
+
+#[test]
+fn eight_streams_sized_as_one_flow_fill_a_lossy_path_with_a_third_of_the_kernels_windows() {
+    let s = lossy();
+    let (share, kernel) = (eight_streams(&s, true), eight_streams(&s, false));
+    assert!(
+        share.goodput() >= 0.95 * kernel.goodput(),
+        "{} vs {} B/s",
+        share.goodput(),
+        kernel.goodput()
+    );
+    assert!(share.fairness() >= 0.9, "{}", share.fairness());
+    // Together the windows stay near the path's BDP (the bottleneck plus
+    // its queue hold two); the kernel's add up to ten.
+    assert!(
+        share.peak_window_sum <= 3.0 * bdp(&s),
+        "{} BDPs",
+        share.peak_window_sum / bdp(&s)
+    );
+    assert!(
+        share.peak_window_sum <= 0.35 * kernel.peak_window_sum,
+        "{} vs {}",
+        share.peak_window_sum,
+        kernel.peak_window_sum
+    );
+}
+
+/// Sixteen connections between rightsize ends on `lfn` (200 Mbit/s x
+/// 100 ms, one BDP of queue), `auto` at both ends, each end's tuner
+/// within `budget` if there is one.
+fn sixteen(budget: Option<&Arc<Mutex<Budget>>>) -> Shared {
+    let mut s = Scenario::benchmark("auto", 1.0);
+    s.seconds = 20.0;
+    run_sharing(&s, 16, &mut |_| {
+        let rx = TunerSpec::Auto.build(ctx(Role::Receiver, Peer::Rightsize));
+        let tx = TunerSpec::Auto.build(ctx(Role::Sender, Peer::Rightsize));
+        match budget {
+            None => (rx, tx),
+            Some(b) => (
+                Box::new(Budgeted::new(rx, Role::Receiver, b).unwrap_or_else(|e| panic!("{e}")))
+                    as Box<dyn Tuner>,
+                Box::new(Budgeted::new(tx, Role::Sender, b).unwrap_or_else(|e| panic!("{e}"))),
+            ),
+        }
+    })
+}
+
+#[test]
+fn sixteen_connections_within_a_budget_of_four_bdps_hold_it_at_every_tick_and_lose_no_goodput() {
+    let s = Scenario::benchmark("auto", 1.0);
+    let limit = 4.0 * bdp(&s);
+    let budget = Arc::new(Mutex::new(Budget::new(Bytes(limit as u64))));
+    let (held, free) = (sixteen(Some(&budget)), sixteen(None));
+    // The model has each end's main buffer; the other one is fixed.
+    let others = 32.0 * 2.0 * OTHER.0 as f64;
+    assert!(
+        held.peak_buffers_sum + others <= limit,
+        "{} of {limit}",
+        held.peak_buffers_sum + others
+    );
+    assert!(
+        held.goodput() >= 0.95 * free.goodput(),
+        "{} vs {} B/s",
+        held.goodput(),
+        free.goodput()
+    );
+    assert!(held.fairness() >= 0.9, "{}", held.fairness());
+    // Unbounded, each end sizes for the whole path: ten times as much.
+    assert!(
+        free.peak_buffers_sum > 2.5 * limit,
+        "{}",
+        free.peak_buffers_sum / bdp(&s)
+    );
+}
