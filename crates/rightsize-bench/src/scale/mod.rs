@@ -95,7 +95,8 @@ struct RunSpec<'a> {
 }
 
 /// What one run left: its record (a line of runs.jsonl) and, when it
-/// counts, its figures and the server's sampled send-buffer sums.
+/// counts, its figures and the server's sampled sums of both buffers of
+/// its data connections (what `--buffer-budget` bounds).
 struct RunResult {
     record: Value,
     figures: Option<(RunFigures, Vec<u64>)>,
@@ -307,9 +308,13 @@ fn one_run(
     let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
     let rcv = parse_samples(&read(&files.rcvbuf_samples));
     let snd = parse_samples(&read(&files.sndbuf_samples));
+    let both = parse_samples(&read(&files.server_buffers_samples));
     let figures = (|| -> Result<(RunFigures, Vec<u64>), String> {
         let clients = clients?;
-        let (rcv, snd) = (rcv?, snd?);
+        let (rcv, snd, both) = (rcv?, snd?, both?);
+        if both.is_empty() {
+            return Err("the server's sampler of both buffers wrote nothing".to_owned());
+        }
         if let Some(why) = server_exited_early(&files, &clients) {
             return Err(why);
         }
@@ -317,7 +322,7 @@ fn one_run(
         if valid != Some(true) {
             return Err(checks_failed(status, &failed_checks));
         }
-        Ok((f, snd.iter().map(|s| s.sum_bytes).collect()))
+        Ok((f, both.iter().map(|s| s.sum_bytes).collect()))
     })();
     let error = figures.as_ref().err().cloned();
     let f = figures.as_ref().ok().map(|(f, _)| *f);

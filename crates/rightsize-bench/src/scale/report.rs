@@ -63,7 +63,8 @@ pub enum BudgetOutcome {
     NotRun(String),
     /// Run: its figures.
     Ran {
-        /// The highest sampled sum of the server's send buffers over the
+        /// The highest sampled sum of the server's data connections'
+        /// buffers (send and receive, what the budget bounds) over the
         /// valid runs, bytes.
         sum_peak_bytes: Option<u64>,
         /// The median aggregate goodput, bits/s.
@@ -76,7 +77,8 @@ pub enum BudgetOutcome {
 
 impl BudgetSummary {
     /// The summary of the budget runs (`None`: a run that did not count),
-    /// each with its send-buffer samples' sums.
+    /// each with the sampled sums of the server's buffers (both of each
+    /// data connection).
     pub fn of(bytes: u64, runs: &[Option<(RunFigures, Vec<u64>)>]) -> BudgetSummary {
         let valid: Vec<&(RunFigures, Vec<u64>)> = runs.iter().flatten().collect();
         let held = if valid.is_empty() {
@@ -91,7 +93,10 @@ impl BudgetSummary {
         BudgetSummary {
             bytes,
             outcome: BudgetOutcome::Ran {
-                sum_peak_bytes: valid.iter().map(|(f, _)| f.sum_peak_sndbuf_bytes).max(),
+                sum_peak_bytes: valid
+                    .iter()
+                    .flat_map(|(_, sums)| sums.iter().copied())
+                    .max(),
                 aggregate_goodput_bps: median(
                     &valid
                         .iter()

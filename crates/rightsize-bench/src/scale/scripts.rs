@@ -18,6 +18,8 @@ pub struct RunFiles {
     pub rcvbuf_samples: PathBuf,
     /// The right host's sampled send-buffer sums.
     pub sndbuf_samples: PathBuf,
+    /// The right host's sampled sums of both buffers of each connection.
+    pub server_buffers_samples: PathBuf,
     /// What `rightsize serve` printed on stderr.
     pub server_log: PathBuf,
     /// `RC UNIX_NS`, written if `rightsize serve` exits before the path
@@ -32,6 +34,7 @@ impl RunFiles {
             dir: dir.to_owned(),
             rcvbuf_samples: dir.join("rcvbuf.samples"),
             sndbuf_samples: dir.join("sndbuf.samples"),
+            server_buffers_samples: dir.join("serverbuf.samples"),
             server_log: dir.join("server.log"),
             server_rc: dir.join("server.rc"),
         }
@@ -45,31 +48,34 @@ impl RunFiles {
     }
 }
 
-/// A loop that prints, every 100 ms, the time, the sum of `field` (`rb`:
-/// SO_RCVBUF, `tb`: SO_SNDBUF, as `ss -tm`'s `skmem` shows them) over the
-/// host's established connections that are not to or from `port`, and
-/// how many there were.
-pub fn sampler(field: &str, port: u16) -> String {
+/// A loop that prints, every 100 ms, the time, the sum of `fields` (`rb`:
+/// SO_RCVBUF, `tb`: SO_SNDBUF, as `ss -tm`'s `skmem` shows them; both
+/// for what a connection holds in all) over the host's established
+/// connections that are not to or from `port`, and how many there were.
+pub fn sampler(fields: &[&str], port: u16) -> String {
+    let wanted = fields.join("|");
     format!(
         "while :; do ss -tmnH state established '( not sport = :{port} and not dport = :{port} )' 2>/dev/null \
-         | awk -v t=\"$(date +%s%N)\" -F'{field}' '/skmem/ {{ split($2, a, \",\"); s += a[1]; n++ }} END {{ print t, s + 0, n + 0 }}'; \
+         | awk -v t=\"$(date +%s%N)\" -F'[(,)]' '/skmem/ {{ n++; for (i = 1; i <= NF; i++) if ($i ~ /^({wanted})[0-9]+$/) s += substr($i, 3) }} END {{ print t, s + 0, n + 0 }}'; \
          sleep 0.1; done"
     )
 }
 
-/// The right host's command: the send-buffer sampler (leaving out the
-/// control `port`) in the background,
-/// then `serve` (not `exec`ed: its exit code and time are written to
+/// The right host's command: two samplers (leaving out the control
+/// `port`) in the background, of the send buffers and of both buffers
+/// (what a `--buffer-budget` bounds), then `serve` (not `exec`ed: its exit code and time are written to
 /// [`RunFiles::server_rc`], so a server that stops early is seen).
 pub fn server_argv(files: &RunFiles, port: u16, serve: &[String]) -> Vec<String> {
     let script = format!(
-        "samples=$1 log=$2 rc=$3; shift 3\n\
+        "samples=$1 both=$2 log=$3 rc=$4; shift 4\n\
          ( {} ) > \"$samples\" &\n\
+         ( {} ) > \"$both\" &\n\
          \"$@\" 2> \"$log\"\n\
          status=$?\n\
          echo \"$status $(date +%s%N)\" > \"$rc\"\n\
          exit $status",
-        sampler("tb", port)
+        sampler(&["tb"], port),
+        sampler(&["rb", "tb"], port)
     );
     let mut argv = vec![
         "bash".to_owned(),
@@ -77,6 +83,7 @@ pub fn server_argv(files: &RunFiles, port: u16, serve: &[String]) -> Vec<String>
         script,
         "serve-sampled".to_owned(),
         s(&files.sndbuf_samples),
+        s(&files.server_buffers_samples),
         s(&files.server_log),
         s(&files.server_rc),
     ];
@@ -114,7 +121,7 @@ pub fn clients_argv(
          sleep 0.2\n\
          kill $sampler 2>/dev/null\n\
          exit $failed",
-        sampler("rb", port)
+        sampler(&["rb"], port)
     );
     let mut argv = vec![
         "bash".to_owned(),

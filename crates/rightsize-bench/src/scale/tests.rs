@@ -128,16 +128,17 @@ fn the_sampler_sums_the_skmem_field_of_every_socket() {
         dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let run = |field: &str| {
+    let run = |fields: &[&str]| {
         let out = Command::new("timeout")
-            .args(["0.35", "bash", "-c", &scripts::sampler(field, 2121)])
+            .args(["0.35", "bash", "-c", &scripts::sampler(fields, 2121)])
             .env("PATH", &path)
             .output()
             .expect("bash runs");
         parse_samples(&String::from_utf8_lossy(&out.stdout)).expect("sampler output parses")
     };
-    let rb = run("rb");
-    let tb = run("tb");
+    let rb = run(&["rb"]);
+    let tb = run(&["tb"]);
+    let both = run(&["rb", "tb"]);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(!rb.is_empty() && !tb.is_empty());
     assert!(
@@ -145,6 +146,7 @@ fn the_sampler_sums_the_skmem_field_of_every_socket() {
         "{rb:?}"
     );
     assert!(tb.iter().all(|s| s.sum_bytes == 3_670_016), "{tb:?}");
+    assert!(both.iter().all(|s| s.sum_bytes == 4_063_232), "{both:?}");
 }
 
 #[test]
@@ -154,11 +156,11 @@ fn the_scripts_take_their_files_and_leave_the_control_port_out() {
     let argv = scripts::server_argv(&files, 2121, &serve);
     assert_eq!(argv[..2], ["bash", "-c"]);
     assert!(argv[2].contains("not sport = :2121 and not dport = :2121"));
-    assert!(argv[2].contains("-F'tb'"));
+    assert!(argv[2].contains("/^(tb)[0-9]+$/") && argv[2].contains("/^(rb|tb)[0-9]+$/"));
     assert_eq!(
         argv[4..],
         args(
-            "/r/auto-rep1/sndbuf.samples /r/auto-rep1/server.log /r/auto-rep1/server.rc /bin/rightsize serve --tune auto"
+            "/r/auto-rep1/sndbuf.samples /r/auto-rep1/serverbuf.samples /r/auto-rep1/server.log /r/auto-rep1/server.rc /bin/rightsize serve --tune auto"
         )
     );
     let client = client_argv(
@@ -174,7 +176,7 @@ fn the_scripts_take_their_files_and_leave_the_control_port_out() {
         )
     );
     let argv = scripts::clients_argv(&files, "right", 2121, 16, &client);
-    assert!(argv[2].contains("-F'rb'"));
+    assert!(argv[2].contains("/^(rb)[0-9]+$/"));
     assert_eq!(
         argv[4..9],
         args("right 2121 /r/auto-rep1 16 /r/auto-rep1/rcvbuf.samples")
@@ -336,7 +338,7 @@ fn goals_judge_auto_against_kernel_and_the_budget() {
     assert_eq!(
         over.outcome,
         BudgetOutcome::Ran {
-            sum_peak_bytes: Some(9_000_000),
+            sum_peak_bytes: Some(10_000_001),
             aggregate_goodput_bps: Some(180e6),
             held: Some(false)
         }
