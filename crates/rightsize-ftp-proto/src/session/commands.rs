@@ -3,9 +3,11 @@
 
 use std::net::SocketAddr;
 
+use super::answer::{multiline, reply};
 use super::bench;
 use super::gridftp;
 use super::listing::{self, UtcTime};
+use super::port::active;
 use super::rightsize;
 use super::{
     Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
@@ -18,16 +20,6 @@ use crate::mode_e;
 use crate::reply::quote_pathname;
 use crate::rightsize::RightsizeFeature;
 use crate::{Arg, Command, Reply, VirtualPath, addr};
-
-pub(super) fn reply(code: u16, text: &str) -> Vec<Output> {
-    vec![Output::Reply(Reply::trusted(code, text.to_owned()))]
-}
-
-pub(super) fn multiline(code: u16, lines: Vec<String>) -> Vec<Output> {
-    let reply =
-        Reply::multiline(code, lines).unwrap_or_else(|_| Reply::trusted(code, "End".into()));
-    vec![Output::Reply(reply)]
-}
 
 /// The features FEAT lists (RFC 2389), each a line with its leading space.
 fn features(host: &dyn ServerHost) -> Vec<String> {
@@ -329,23 +321,6 @@ fn passive(session: &mut Session, host: &mut dyn ServerHost, extended: bool) -> 
         }
         Err(_) => reply(425, "Can't open passive connection."),
     }
-}
-
-/// RFC 2577 section 3: data connections only to the client itself, and
-/// never to a privileged port (the FTP bounce attack).
-pub(super) fn allowed_target(session: &Session, target: SocketAddr) -> bool {
-    target.ip().to_canonical() == session.peer.ip().to_canonical() && target.port() >= 1024
-}
-
-pub(super) fn active(session: &mut Session, target: SocketAddr) -> Vec<Output> {
-    if session.epsv_all {
-        return reply(501, "PORT not allowed after EPSV ALL.");
-    }
-    if !allowed_target(session, target) {
-        return reply(500, "Illegal PORT command.");
-    }
-    session.data = DataSetup::Active(target);
-    reply(200, "PORT command successful. Consider using PASV.")
 }
 
 /// Takes the data connection set up by PASV/EPSV/PORT/EPRT, which one

@@ -7,7 +7,8 @@
 
 use std::net::SocketAddr;
 
-use super::commands::{active, allowed_target, multiline, reply};
+use super::answer::{multiline, reply};
+use super::port::{active, allowed_target};
 use super::{DataSetup, Output, ServerHost, Session};
 use crate::addr;
 use crate::command::{MarkerEvent, StripeAddrs};

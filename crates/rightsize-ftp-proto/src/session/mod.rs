@@ -20,11 +20,13 @@
 //!   that did not send `OPTS RIGHTSIZE ON`; the driver must send notices
 //!   only while [`Session::rightsize_on`] is true.
 
+mod answer;
 pub mod bench;
 mod commands;
 mod gridftp;
 mod host;
 pub mod listing;
+mod port;
 pub mod report;
 mod rightsize;
 
