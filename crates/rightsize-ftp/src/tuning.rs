@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
 use rightsize_sys::socket::{self, BufferRequest};
 use rightsize_sys::telemetry::{Inbox, Monitor, TunerSummary, Tuning};
-use rightsize_tune::budget::{self, Budget, Budgeted, MIN_MAIN};
+use rightsize_tune::budget::{self, Budget, Budgeted};
 use rightsize_tune::driver::settings_actions;
 use rightsize_tune::streams::share::{Aggregate, Share};
 use rightsize_tune::telemetry::BufferSummary;
@@ -108,7 +108,7 @@ impl StreamTuners {
         // Untuned streams (a listing) are held at their least.
         let spec = *self.spec.get_or_insert(TunerSpec::Kernel);
         let inner = stream_tuner(&spec, self.role, &Arc::new(Mutex::new(Aggregate::new())));
-        let setup = budget::setup_for(self.role, inner.setup(), MIN_MAIN.0);
+        let setup = budget::setup_for(self.role, inner.setup());
         self.request = request(&self.request, setup.pre_handshake);
         self.budget = Some(Arc::clone(budget));
         self

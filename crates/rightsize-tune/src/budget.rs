@@ -108,10 +108,17 @@ pub struct Use {
 #[derive(Debug, Clone)]
 pub struct Budget {
     limit: u64,
-    /// Each connection's want and what it holds, stored bytes (at least
-    /// [`min_cost`] each).
-    wants: BTreeMap<u64, (u64, u64)>,
+    /// Each connection's claim.
+    claims: BTreeMap<u64, Claim>,
     next: u64,
+}
+
+/// What one connection wants and what it holds, stored bytes (at least
+/// [`min_cost`] each).
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    want: u64,
+    held: u64,
 }
 
 impl Budget {
@@ -119,31 +126,31 @@ impl Budget {
     pub fn new(limit: Bytes) -> Budget {
         Budget {
             limit: limit.0,
-            wants: BTreeMap::new(),
+            claims: BTreeMap::new(),
             next: 0,
         }
     }
 
     /// Admits a connection at its least; its number.
     pub fn open(&mut self) -> Result<u64, Exhausted> {
-        let n = self.wants.len() as u64 + 1;
-        if n.saturating_mul(min_cost()) > self.limit {
-            return Err(Exhausted {
-                limit: Bytes(self.limit),
-                connections: self.wants.len(),
-            });
+        if !self.admits(1) {
+            return Err(self.refusal());
         }
         let id = self.next;
         self.next += 1;
-        self.wants.insert(id, (min_cost(), min_cost()));
+        let least = Claim {
+            want: min_cost(),
+            held: min_cost(),
+        };
+        self.claims.insert(id, least);
         Ok(id)
     }
 
     /// Connection `id` wants `cost` stored bytes (both buffers): what it
     /// may hold now, which it holds from now on.
     pub fn grant(&mut self, id: u64, cost: u64) -> u64 {
-        if let Some(entry) = self.wants.get_mut(&id) {
-            entry.0 = cost.max(min_cost());
+        if let Some(claim) = self.claims.get_mut(&id) {
+            claim.want = cost.max(min_cost());
         }
         self.follow(id)
     }
@@ -152,22 +159,17 @@ impl Budget {
     /// (water-filling), and no more than the others leave free. It holds
     /// that from now on.
     pub fn follow(&mut self, id: u64) -> u64 {
-        let Some(&(want, _)) = self.wants.get(&id) else {
+        let Some(&Claim { want, held }) = self.claims.get(&id) else {
             return min_cost();
         };
         let share = match self.level() {
             None => want,
             Some(level) => want.min(level),
         };
-        let others: u64 = self
-            .wants
-            .iter()
-            .filter(|(other, _)| **other != id)
-            .map(|(_, (_, held))| held)
-            .sum();
+        let others = self.held() - held;
         let granted = share.min(self.limit.saturating_sub(others)).max(min_cost());
-        if let Some(entry) = self.wants.get_mut(&id) {
-            entry.1 = granted;
+        if let Some(claim) = self.claims.get_mut(&id) {
+            claim.held = granted;
         }
         granted
     }
@@ -176,28 +178,37 @@ impl Budget {
     pub fn refusal(&self) -> Exhausted {
         Exhausted {
             limit: Bytes(self.limit),
-            connections: self.wants.len(),
+            connections: self.claims.len(),
         }
     }
 
     /// Whether `n` more connections would be admitted now.
     pub fn admits(&self, n: usize) -> bool {
-        ((self.wants.len() + n) as u64).saturating_mul(min_cost()) <= self.limit
+        ((self.claims.len() + n) as u64).saturating_mul(min_cost()) <= self.limit
     }
 
     /// Connection `id` ended.
     pub fn close(&mut self, id: u64) {
-        self.wants.remove(&id);
+        self.claims.remove(&id);
+    }
+
+    /// What the connections hold, summed.
+    fn held(&self) -> u64 {
+        self.claims.values().map(|c| c.held).sum()
+    }
+
+    /// What the connections want, summed.
+    fn wanted(&self) -> u64 {
+        self.claims.values().map(|c| c.want).sum()
     }
 
     /// The water level: every want above it gets the level. `None` when
     /// every want fits.
     fn level(&self) -> Option<u64> {
-        let total: u64 = self.wants.values().map(|w| w.0).sum();
-        if total <= self.limit {
+        if self.wanted() <= self.limit {
             return None;
         }
-        let mut wants: Vec<u64> = self.wants.values().map(|w| w.0).collect();
+        let mut wants: Vec<u64> = self.claims.values().map(|c| c.want).collect();
         wants.sort_unstable();
         let mut left = self.limit;
         let mut count = wants.len() as u64;
@@ -218,9 +229,9 @@ impl Budget {
     pub fn usage(&self) -> Use {
         Use {
             limit: self.limit,
-            held: self.wants.values().map(|w| w.1).sum(),
-            wanted: self.wants.values().map(|w| w.0).sum(),
-            connections: self.wants.len(),
+            held: self.held(),
+            wanted: self.wanted(),
+            connections: self.claims.len(),
         }
     }
 }
@@ -275,29 +286,17 @@ impl Budgeted {
     /// `action` of the inner tuner, within the budget: the main buffer cut
     /// to the allowance (its want noted), the other one held at
     /// [`OTHER`].
-    fn within(&mut self, action: Action) -> Option<Action> {
-        let (main, other) = match self.role {
-            Role::Sender => (
-                Action::SetSndBuf as fn(Bytes) -> Action,
-                Action::SetRcvBuf as fn(Bytes) -> Action,
-            ),
-            Role::Receiver => (
-                Action::SetRcvBuf as fn(Bytes) -> Action,
-                Action::SetSndBuf as fn(Bytes) -> Action,
-            ),
-        };
-        let asked = match (self.role, action) {
-            (Role::Sender, Action::SetSndBuf(b)) | (Role::Receiver, Action::SetRcvBuf(b)) => b.0,
-            (Role::Sender, Action::SetRcvBuf(_)) | (Role::Receiver, Action::SetSndBuf(_)) => {
-                return Some(other(OTHER));
-            }
-            (_, other_action) => return Some(other_action),
+    fn within(&mut self, action: Action) -> Action {
+        let asked = match (buffer(self.role, action), action) {
+            (Some(Buffer::Main), Action::SetSndBuf(b) | Action::SetRcvBuf(b)) => b.0,
+            (Some(Buffer::Other), _) => return set(self.role, Buffer::Other, OTHER),
+            _ => return action,
         };
         let asked = asked.max(MIN_MAIN.0);
         self.want = Some(asked);
         let granted = asked.min(self.granted_main(asked));
         self.applied = granted;
-        Some(main(Bytes(granted)))
+        set(self.role, Buffer::Main, Bytes(granted))
     }
 
     /// At a sample: the main buffer brought to the allowance if it moved
@@ -309,10 +308,36 @@ impl Budgeted {
             return None;
         }
         self.applied = target;
-        Some(match self.role {
-            Role::Sender => Action::SetSndBuf(Bytes(target)),
-            Role::Receiver => Action::SetRcvBuf(Bytes(target)),
-        })
+        Some(set(self.role, Buffer::Main, Bytes(target)))
+    }
+}
+
+/// A connection's two buffers: the one its data goes through, and the
+/// other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Buffer {
+    Main,
+    Other,
+}
+
+/// Which of `role`'s buffers `action` sets, if any.
+fn buffer(role: Role, action: Action) -> Option<Buffer> {
+    match (role, action) {
+        (Role::Sender, Action::SetSndBuf(_)) | (Role::Receiver, Action::SetRcvBuf(_)) => {
+            Some(Buffer::Main)
+        }
+        (Role::Sender, Action::SetRcvBuf(_)) | (Role::Receiver, Action::SetSndBuf(_)) => {
+            Some(Buffer::Other)
+        }
+        _ => None,
+    }
+}
+
+/// The action that sets `role`'s `which` buffer to `bytes`.
+fn set(role: Role, which: Buffer, bytes: Bytes) -> Action {
+    match (role, which) {
+        (Role::Sender, Buffer::Main) | (Role::Receiver, Buffer::Other) => Action::SetSndBuf(bytes),
+        (Role::Receiver, Buffer::Main) | (Role::Sender, Buffer::Other) => Action::SetRcvBuf(bytes),
     }
 }
 
@@ -332,8 +357,7 @@ impl Tuner for Budgeted {
     }
 
     fn setup(&self) -> Setup {
-        // The start: the connection's least, held since its admission.
-        setup_for(self.role, self.inner.setup(), MIN_MAIN.0)
+        setup_for(self.role, self.inner.setup())
     }
 
     fn inputs(&self) -> Inputs {
@@ -346,13 +370,11 @@ impl Tuner for Budgeted {
         }
         let mut decision = self.inner.on_event(event);
         let actions = std::mem::take(&mut decision.actions);
-        decision.actions = actions.into_iter().filter_map(|a| self.within(a)).collect();
-        let main_set = decision.actions.iter().any(|a| {
-            matches!(
-                (self.role, a),
-                (Role::Sender, Action::SetSndBuf(_)) | (Role::Receiver, Action::SetRcvBuf(_))
-            )
-        });
+        decision.actions = actions.into_iter().map(|a| self.within(a)).collect();
+        let main_set = decision
+            .actions
+            .iter()
+            .any(|&a| buffer(self.role, a) == Some(Buffer::Main));
         if matches!(event, Event::Sample(_))
             && !main_set
             && let Some(action) = self.follow()
@@ -380,27 +402,24 @@ impl Tuner for Budgeted {
     }
 }
 
-/// `inner`'s setup within a budget that allows a main buffer request of
-/// `allowed`: a sender's main buffer fixed before the handshake (left
-/// alone, the kernel grows it by itself), a receiver's right after it (a
-/// receive buffer fixed before the handshake would fix a small window
-/// scale for good), the other buffer at [`OTHER`] before it.
-pub fn setup_for(role: Role, inner: Setup, allowed: u64) -> Setup {
-    let cut = |b: Option<Bytes>| {
-        Some(Bytes(b.map_or(MIN_MAIN.0, |b| {
-            b.0.clamp(MIN_MAIN.0, allowed.max(MIN_MAIN.0))
-        })))
-    };
+/// `inner`'s setup within a budget: the connection starts at its least,
+/// held since its admission (its tuner's own size is its want, granted at
+/// the first sample). A sender's main buffer is fixed before the
+/// handshake (left alone, the kernel grows it by itself), a receiver's
+/// right after it (a receive buffer fixed before the handshake would fix
+/// a small window scale for good), the other buffer at [`OTHER`] before
+/// it.
+pub fn setup_for(role: Role, inner: Setup) -> Setup {
     let (mut pre, mut after) = (inner.pre_handshake, inner.after_connect);
     match role {
         Role::Sender => {
-            pre.sndbuf = cut(pre.sndbuf.or(after.sndbuf));
+            pre.sndbuf = Some(MIN_MAIN);
             pre.rcvbuf = Some(OTHER);
             after.sndbuf = None;
             after.rcvbuf = None;
         }
         Role::Receiver => {
-            after.rcvbuf = cut(pre.rcvbuf.or(after.rcvbuf));
+            after.rcvbuf = Some(MIN_MAIN);
             pre.rcvbuf = None;
             pre.sndbuf = Some(OTHER);
             after.sndbuf = None;
