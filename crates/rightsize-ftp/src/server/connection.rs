@@ -310,16 +310,9 @@ impl Conn {
         // MODE E's streams are tuned together (the same tuner, `auto` as
         // one flow); a listing is too short to tune. Within a budget, a
         // client's SBUF is a fixed size like static:SIZE.
-        let spec = tuner
-            .is_some()
-            .then(|| {
-                self.host
-                    .inner()
-                    .tune()
-                    .or(self.shared.config.tune.as_ref())
-            })
-            .flatten()
-            .copied()
+        let spec = self
+            .shared
+            .tuner_spec(plan.sbuf, self.host.inner().tune())
             .or_else(|| budget.and(plan.sbuf).map(|b| TunerSpec::Static(Bytes(b))))
             .filter(|_| !listing && extended.is_some());
         let tuners = StreamTuners::new(&request, spec, role, self.control.try_clone().ok())

@@ -214,6 +214,15 @@ impl Shared {
         self.data_plan(sbuf, tune, Role::Receiver, Peer::Other).0
     }
 
+    /// The tuner of a data connection: the session's own choice (`SITE
+    /// RIGHTSIZE TUNE`), else `--tune`; none when the client's SBUF fixed
+    /// the size.
+    fn tuner_spec(&self, sbuf: Option<u64>, tune: Option<&TunerSpec>) -> Option<TunerSpec> {
+        sbuf.is_none()
+            .then(|| tune.or(self.config.tune.as_ref()).copied())
+            .flatten()
+    }
+
     /// The buffer request for a data connection, applied before its
     /// handshake (active) or right after it (passive), and its tuner: none
     /// when the client's SBUF fixed the size or no `--tune` is in force.
@@ -232,10 +241,10 @@ impl Shared {
             request.sndbuf = Some(bytes);
             return (request, None);
         }
-        let Some(spec) = tune.or(self.config.tune.as_ref()) else {
+        let Some(spec) = self.tuner_spec(sbuf, tune) else {
             return (request, None);
         };
-        let tuner = crate::tuning::build(spec, role, peer);
+        let tuner = crate::tuning::build(&spec, role, peer);
         let request = crate::tuning::request(&request, tuner.setup().pre_handshake);
         (request, Some(tuner))
     }
