@@ -17,7 +17,7 @@ use rightsize_tune::streams::share::{Aggregate, Share};
 use rightsize_tune::telemetry::BufferSummary;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{
-    Action, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Tuner, TunerSpec,
+    Action, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Setup, Tuner, TunerSpec,
 };
 
 /// The tuner `spec` names, for this end of a data connection; the limits
@@ -44,6 +44,10 @@ pub fn context(role: Role, peer: Peer) -> Context {
 /// an accepted one) and, with a tuner, a monitor until [`Self::finish`].
 #[derive(Debug)]
 pub struct StreamTuners {
+    /// The buffers and congestion control set by hand.
+    base: BufferRequest,
+    /// What the streams' tuner sets before and after the handshake.
+    setup: Setup,
     request: BufferRequest,
     spec: Option<TunerSpec>,
     role: Role,
@@ -76,17 +80,13 @@ impl StreamTuners {
         let aggregate = Arc::new(Mutex::new(Aggregate::new()));
         // A tuner joins the aggregate it is built with: the one read here
         // for its settings joins one of its own.
-        let request = match &spec {
-            Some(spec) => request(
-                base,
-                stream_tuner(spec, role, &Arc::new(Mutex::new(Aggregate::new())))
-                    .setup()
-                    .pre_handshake,
-            ),
-            None => base.clone(),
-        };
+        let setup = spec.map_or_else(Setup::default, |spec| {
+            stream_tuner(&spec, role, &Arc::new(Mutex::new(Aggregate::new()))).setup()
+        });
         StreamTuners {
-            request,
+            base: base.clone(),
+            setup,
+            request: request(base, setup.pre_handshake),
             spec,
             role,
             aggregate,
@@ -105,11 +105,11 @@ impl StreamTuners {
         let Some(budget) = budget else {
             return self;
         };
-        // Untuned streams (a listing) are held at their least.
-        let spec = *self.spec.get_or_insert(TunerSpec::Kernel);
-        let inner = stream_tuner(&spec, self.role, &Arc::new(Mutex::new(Aggregate::new())));
-        let setup = budget::setup_for(self.role, inner.setup());
-        self.request = request(&self.request, setup.pre_handshake);
+        // Untuned streams (a listing) are held at their least (the
+        // kernel's tuner sets nothing: its setup is the default).
+        self.spec.get_or_insert(TunerSpec::Kernel);
+        let within = budget::setup_for(self.role, self.setup);
+        self.request = request(&self.base, within.pre_handshake);
         self.budget = Some(Arc::clone(budget));
         self
     }
