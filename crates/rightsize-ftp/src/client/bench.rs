@@ -54,6 +54,16 @@ pub enum BenchLimit {
     Time(Duration),
 }
 
+impl BenchLimit {
+    /// The bytes to move, when the test is limited by them.
+    fn bytes(self) -> Option<u64> {
+        match self {
+            BenchLimit::Bytes(b) => Some(b),
+            BenchLimit::Time(_) => None,
+        }
+    }
+}
+
 /// What to test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BenchPlan {
@@ -267,16 +277,10 @@ fn streams(
         }
         None => false,
     };
-    let total = match plan.limit {
-        BenchLimit::Bytes(b) => Some(b),
-        BenchLimit::Time(_) => None,
-    };
+    let total = plan.limit.bytes();
     let (verb, path) = match direction {
         BenchDirection::Send => ("STOR", sink_path()),
-        BenchDirection::Receive => {
-            let size = total.unwrap_or(OPEN_ENDED_BYTES);
-            ("RETR", format!("/.rightsize/zero/{size}").into_bytes())
-        }
+        BenchDirection::Receive => ("RETR", source_path(total)),
     };
     let (report, reply) = match direction {
         BenchDirection::Send => super::parallel::bench_send(
@@ -315,6 +319,12 @@ fn sink_path() -> Vec<u8> {
     format!("/.rightsize/null/rightsize-test-{}", std::process::id()).into_bytes()
 }
 
+/// Where a test's zeros come from: the server's source, `total` bytes
+/// (more than any test moves when it is limited by time).
+fn source_path(total: Option<u64>) -> Vec<u8> {
+    format!("/.rightsize/zero/{}", total.unwrap_or(OPEN_ENDED_BYTES)).into_bytes()
+}
+
 fn send(
     session: &mut Session<std::net::TcpStream>,
     plan: &BenchPlan,
@@ -325,10 +335,7 @@ fn send(
     let path = sink_path();
     let stor = Command::Stor(arg(&path, "path")?);
     let mut data = open_data(session, &stor, &path, Role::Sender, options, observer)?;
-    let total = match plan.limit {
-        BenchLimit::Bytes(b) => Some(b),
-        BenchLimit::Time(_) => None,
-    };
+    let total = plan.limit.bytes();
     let write_bytes = options.write_size.map_or(CHUNK_BYTES, WriteSize::bytes);
     let zeros = zero_piece(write_bytes);
     let mut stopped = None;
@@ -375,11 +382,8 @@ fn receive(
     observer: &mut dyn Observer,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Outcome, ClientError> {
-    let size = match plan.limit {
-        BenchLimit::Bytes(b) => b,
-        BenchLimit::Time(_) => OPEN_ENDED_BYTES,
-    };
-    let path = format!("/.rightsize/zero/{size}").into_bytes();
+    let size = plan.limit.bytes().unwrap_or(OPEN_ENDED_BYTES);
+    let path = source_path(Some(size));
     let retr = Command::Retr(arg(&path, "path")?);
     let mut data = open_data(session, &retr, &path, Role::Receiver, options, observer)?;
     let mut chunk = vec![0u8; CHUNK_BYTES];
