@@ -10,17 +10,15 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serve_support::{Control, Serve, add_user, random_bytes};
+use serve_support::{Control, Serve, add_user, random_bytes, run};
 
 /// Runs `rightsize ARGS`, which must succeed, and reads its JSON.
 fn json_of(args: &[&str]) -> serde_json::Value {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{args:?}: {output:?}");
+    let what = format!("rightsize {args:?}");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"));
+    let output = run(&what, command.args(args));
     serde_json::from_slice::<serde_json::Value>(&output.stdout)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}: {output:?}"))
+        .unwrap_or_else(|e| panic!("{what}: {e}: {output:?}"))
 }
 
 struct Fixture {
