@@ -308,12 +308,10 @@ impl Conn {
         let sends = !matches!(plan.kind, TransferKind::Store { .. });
         let budget = self.shared.budget.as_ref();
         // MODE E's streams are tuned together (the same tuner, `auto` as
-        // one flow); a listing is too short to tune. Within a budget, a
-        // client's SBUF is a fixed size like static:SIZE.
+        // one flow); a listing is too short to tune.
         let spec = self
             .shared
             .tuner_spec(plan.sbuf, self.host.inner().tune())
-            .or_else(|| budget.and(plan.sbuf).map(|b| TunerSpec::Static(Bytes(b))))
             .filter(|_| !listing && extended.is_some());
         let tuners = StreamTuners::new(&request, spec, role, self.control.try_clone().ok())
             .within(budget.filter(|_| extended.is_some()));
@@ -332,7 +330,8 @@ impl Conn {
                 (request, tuner)
             }
             (Some(budget), None) => {
-                // A listing, or fixed buffers, within the budget too.
+                // A listing within the budget too (with the client's
+                // SBUF, that size within its share; else its least).
                 let inner = tuner.unwrap_or_else(|| {
                     let fixed = plan
                         .sbuf

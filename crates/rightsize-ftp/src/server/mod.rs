@@ -216,11 +216,14 @@ impl Shared {
 
     /// The tuner of a data connection: the session's own choice (`SITE
     /// RIGHTSIZE TUNE`), else `--tune`; none when the client's SBUF fixed
-    /// the size.
+    /// the size, unless a buffer budget holds it: then SBUF is a fixed
+    /// size within the connection's share, as `static:SIZE` is.
     fn tuner_spec(&self, sbuf: Option<u64>, tune: Option<&TunerSpec>) -> Option<TunerSpec> {
-        sbuf.is_none()
-            .then(|| tune.or(self.config.tune.as_ref()).copied())
-            .flatten()
+        match sbuf {
+            Some(bytes) if self.budget.is_some() => Some(TunerSpec::Static(Bytes(bytes))),
+            Some(_) => None,
+            None => tune.or(self.config.tune.as_ref()).copied(),
+        }
     }
 
     /// The buffer request for a data connection, applied before its
@@ -236,12 +239,11 @@ impl Shared {
         peer: Peer,
     ) -> (BufferRequest, Option<Box<dyn Tuner>>) {
         let mut request = self.config.buffers.clone();
-        if let Some(bytes) = sbuf {
-            request.rcvbuf = Some(bytes);
-            request.sndbuf = Some(bytes);
-            return (request, None);
-        }
         let Some(spec) = self.tuner_spec(sbuf, tune) else {
+            if let Some(bytes) = sbuf {
+                request.rcvbuf = Some(bytes);
+                request.sndbuf = Some(bytes);
+            }
             return (request, None);
         };
         let tuner = crate::tuning::build(&spec, role, peer);
