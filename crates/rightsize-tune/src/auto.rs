@@ -29,10 +29,14 @@
 //!   on a queue of a tenth of the BDP. A rightsize sender does better: the
 //!   receiver asks it (the `pace` fact) to pace at 1/32 above `C'` (the
 //!   median of the trains), the sender sets `SO_MAX_PACING_RATE` and says
-//!   so in its reports, and the window then opens at once to 3/4 of
-//!   `C' x min-RTT` and ramps on from there: paced, an opening arrives at
-//!   about the path's rate, not as a burst. The ceiling is raised when the
-//!   flow reaches it (trains that read low).
+//!   so in its reports, and the window then opens at once towards 3/4 of
+//!   `C' x min-RTT`, but never past 2.5 times what the flow carried in
+//!   its last min-RTT (nor, when the window holds the flow back, does the
+//!   ramp), and not while a queue shows: paced, an opening arrives at
+//!   about the path's rate, not as a burst; and the trains measure the
+//!   path, not this flow's share of it (a server's clients that start
+//!   together each carry a part). The ceiling is raised when the flow
+//!   reaches it (trains that read low).
 //! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16.
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
@@ -57,11 +61,14 @@
 //!   `startup`, towards the trains' capacity x the new RTT.
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
 //!   queue nor the window explains mean a congested path (the SOBAS paper, section III-B: there a limited window
-//!   only costs throughput); `W` goes to four estimated BDPs, stays above
-//!   the flow, and comes back once 128 RTTs pass without loss. A single
-//!   loss with no queue at all, at the target (or behind a paced sender's
-//!   ramp), is the path's: `W` steps aside at once to 2.5 BDPs, enough for
-//!   the sender to go on through a recovery, with memory 1/16 above it.
+//!   only costs throughput); `W` goes to four of the flow's BDPs, stays
+//!   above the flow, and comes back once 128 RTTs pass without loss. A
+//!   single loss with no queue at all, at the target (or behind a paced
+//!   sender's ramp), is the path's: `W` steps aside at once to 2.5 of the
+//!   flow's BDPs, enough for the sender to go on through a recovery, with
+//!   memory 1/16 above it. The flow's BDP is its best rate (up to 2.5
+//!   times it when stepping aside, never above `C'`) x min-RTT, raised as
+//!   the rate grows.
 //!
 //! Losses, one event per episode (losses less than two RTTs apart): with
 //! an inflated RTT the queue overflowed (`W` to rate x min-RTT); while ramping with a queue behind
@@ -128,6 +135,14 @@ const PACE_GAIN: f64 = 1.0 / 32.0;
 /// overflowed a queue of a tenth of the BDP (539 segments lost, measured).
 /// From here the ramp meets a queue before it can overflow one.
 const PACED_OPEN: f64 = 3.0 / 4.0;
+/// ... but no further than this many times what the flow carried in its
+/// last min-RTT (and at first half of that many first windows): a sender
+/// in slow start doubles what it sends each round trip, and a sample
+/// comes a quarter of one after the last. Sixteen flows that start
+/// together each carry a sixteenth of the path: on the model their
+/// receive buffers peaked at 2.8 BDPs with 2.5 (3.4 with 4; 14.7 opened
+/// at once), and a flow alone lost nothing to it on the benchmark paths.
+const OPEN_LEAD: f64 = 2.5;
 /// A sender's ceiling up to this much above the one asked for is taken
 /// as "paced" (the kernel keeps what it is given; this is rounding).
 const PACE_TOLERANCE: f64 = 1.0 / 64.0;
@@ -323,6 +338,12 @@ struct Auto {
     hold: Option<(Duration, f64)>,
     /// Alone: whether a queue has shown the path's capacity yet.
     found: bool,
+    /// What the flow carried in its last min-RTT (the sender's rate, or
+    /// this end's count of the last min-RTT if higher, x min-RTT), bytes.
+    carried: f64,
+    /// Stepping aside: the window is kept at least this many of the
+    /// flow's BDPs (its best rate x min-RTT).
+    aside_bdps: f64,
 }
 
 impl Auto {
@@ -363,6 +384,8 @@ impl Auto {
             alone,
             hold: None,
             found: false,
+            carried: 0.0,
+            aside_bdps: 0.0,
         }
     }
 
@@ -517,12 +540,13 @@ impl Auto {
         else {
             return;
         };
-        let open = PACED_OPEN * ceiling;
+        let open = (PACED_OPEN * ceiling)
+            .min((OPEN_LEAD * self.carried).max(OPEN_LEAD / 2.0 * INITIAL_WINDOW.get() as f64));
         if !self.paced || self.window >= open {
             return;
         }
         let reason = format!(
-            "the sender paces: the window opens at once to {} of the capacity's",
+            "the sender paces: the window opens at once to {}, {OPEN_LEAD}x what the flow carries",
             show_bytes(Bytes(open as u64))
         );
         decision.and(self.retarget(at, open, reason));
@@ -645,11 +669,18 @@ impl Auto {
             if view.loss {
                 self.last_loss = r.at;
             }
+            self.carried = r.rate.max(view.recent_rate.unwrap_or(0.0))
+                * r.rt_prop.max(MIN_SIZING_RTT).as_secs_f64();
             decision = if view.loss && self.state != State::StepAside {
                 self.on_loss(&r)
             } else {
                 self.steer(&r)
             };
+            // Not at a queue: other flows fill the path (a server's
+            // many clients starting together), or this one does.
+            if decision.actions.is_empty() && !r.inflated {
+                self.open_paced(r.at, &mut decision);
+            }
             if decision.actions.is_empty() {
                 let room = self.leave_room(&r);
                 if !room.actions.is_empty() {

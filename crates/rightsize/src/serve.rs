@@ -88,7 +88,8 @@ pub struct ServeArgs {
     /// SO_RCVBUF (as the kernel stores them) stays within SIZE (e.g. 4x the path's BDP: 10MB). Each
     /// connection's tuner sizes within its share: what it needs while the needs fit, else an even
     /// level that those needing less leave to the others; a connection that cannot have its least
-    /// (144 KiB) is refused with 425 and why. STAT shows the use. Needs a tuner that sizes buffers
+    /// (144 KiB) is refused with 425 and why. A download's connection is held (and counted) until the
+    /// client has acknowledged its last byte. STAT shows the use. Needs a tuner that sizes buffers
     /// (auto, drs, sobas, freebsd, static:SIZE), not kernel or stock.
     #[arg(long, value_name = "SIZE", value_parser = parse_budget, conflicts_with_all = ["rcvbuf", "sndbuf"])]
     pub buffer_budget: Option<Bytes>,

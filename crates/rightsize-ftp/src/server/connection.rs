@@ -374,6 +374,7 @@ impl Conn {
             connect_timeout: self.shared.config.data_connect_timeout,
             idle_timeout: self.shared.config.data_idle_timeout,
             write_size: self.shared.config.write_size,
+            drain: budget.is_some(),
         };
         let probe_to = self
             .session

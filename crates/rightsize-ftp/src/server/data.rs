@@ -23,6 +23,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::session::TransferOutcome;
@@ -115,6 +116,11 @@ pub struct DataParams {
     /// Bytes per `write(2)` when this end sends (`--write-size`); `None`
     /// sends files and the zero source with `sendfile`.
     pub write_size: Option<WriteSize>,
+    /// Whether a send holds its connection until the client acknowledged
+    /// every byte (up to `idle_timeout`): closed at once, the kernel goes
+    /// on sending what its buffer holds, and a buffer budget that freed
+    /// the connection's share would count those buffers twice.
+    pub drain: bool,
 }
 
 /// Stops a running transfer from another thread.
@@ -238,7 +244,7 @@ pub fn run(
     let observer = stream.try_clone().ok();
     let started = Instant::now();
     report.outcome = match flow {
-        Flow::Send(source) => send(stream, source, params.write_size, progress),
+        Flow::Send(source) => send(stream, source, params, progress),
         Flow::Receive(sink) => receive(stream, sink, progress, &|| {
             !abort.is_aborted() && client_alive()
         }),
@@ -320,9 +326,10 @@ fn accept_from_peer(
 fn send(
     mut stream: TcpStream,
     source: Source,
-    write_size: Option<WriteSize>,
+    params: &DataParams,
     progress: &Progress,
 ) -> TransferOutcome {
+    let write_size = params.write_size;
     let count = &mut |n: usize| {
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
     };
@@ -360,21 +367,40 @@ fn send(
         }
     };
     match result {
-        Ok(()) => finish_send(stream, progress),
+        Ok(()) => finish_send(
+            stream,
+            progress,
+            params.drain.then_some(params.idle_timeout),
+        ),
         Err(SendError::Network(e)) => TransferOutcome::NetworkError(e.to_string()),
         Err(SendError::Local(e)) => TransferOutcome::LocalError(e.to_string()),
     }
 }
 
 /// Closes the sending side (a FIN after the last byte) so the client sees
-/// the end of the file.
-fn finish_send(stream: TcpStream, progress: &Progress) -> TransferOutcome {
+/// the end of the file; with `drain`, then waits (at most that long) until
+/// the client has acknowledged every byte.
+fn finish_send(stream: TcpStream, progress: &Progress, drain: Option<Duration>) -> TransferOutcome {
     let bytes = progress.bytes.load(Ordering::Relaxed);
     if let Err(e) = stream.shutdown(Shutdown::Write) {
         return TransferOutcome::NetworkError(format!("shutdown: {e}"));
     }
+    if let Some(most) = drain {
+        let until = Instant::now() + most;
+        while Instant::now() < until {
+            match rightsize_sys::tcp_info::read(stream.as_fd()) {
+                Ok(info) if info.unacked_segs > 0 || info.notsent_bytes.unwrap_or(0) > 0 => {
+                    thread::sleep(DRAIN_POLL);
+                }
+                _ => break,
+            }
+        }
+    }
     TransferOutcome::Complete { bytes }
 }
+
+/// How often a draining send looks whether the client acknowledged all.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
 
 enum SendError {
     Network(io::Error),

@@ -5,8 +5,13 @@
 //! It leaves `SO_SNDBUF` to the kernel's autotuning until the receiver
 //! tells a window; then the request follows that window (Linux doubles
 //! it, enough for the bytes in flight and the unsent ones behind them),
-//! and grows by half whenever `tcpi_sndbuf_limited` shows the buffer
-//! stopped the sender while the receiver's window did not.
+//! or the congestion window when that is smaller: the receiver's window
+//! may be ahead of what the flow carries (a receiver opens it a few times
+//! ahead in a startup, and the congestion controller may have left slow
+//! start early), and the bytes in flight never exceed the congestion
+//! window. Whenever `tcpi_sndbuf_limited` shows the buffer stopped the
+//! sender while the receiver's window did not, the request grows by half
+//! over that, for the rest of the connection.
 //!
 //! When the receiver asks for a pacing ceiling (the `pace` fact, from its
 //! packet-train capacity estimate), the sender sets `SO_MAX_PACING_RATE`
@@ -18,7 +23,9 @@
 
 use std::time::Duration;
 
+use crate::auto::INITIAL_WINDOW;
 use crate::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, micros, scaled, show_bytes, show_rate};
+use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
 use crate::{Action, Context, Decision, Event, Inputs, PeerReport, Sample, Setup, Tuner};
 
@@ -29,6 +36,8 @@ const SNDBUF_LIMITED_SHARE: f64 = 0.2;
 const RWND_LIMITED_SHARE: f64 = 0.5;
 /// Growth step when the buffer limits.
 const GROWTH: f64 = 1.5;
+/// ... up to this many times what it follows.
+const MOST_BOOST: f64 = 8.0;
 /// A told window this many times below the request shrinks it.
 const SHRINK_BELOW: f64 = 0.5;
 /// Sampling interval bounds, and samples per RTT.
@@ -54,6 +63,11 @@ pub struct Follower {
     last_change: Duration,
     /// The pacing ceiling asked for and set, bits per second.
     pace: Option<u64>,
+    /// The congestion window at the last sample, bytes.
+    cwnd: Option<Bytes>,
+    /// The request is this many times the smaller of the windows: grown
+    /// each time the buffer stopped the sender.
+    boost: f64,
 }
 
 impl Follower {
@@ -69,6 +83,8 @@ impl Follower {
             last_sample: None,
             last_change: Duration::ZERO,
             pace: None,
+            cwnd: None,
+            boost: 1.0,
         }
     }
 
@@ -85,6 +101,42 @@ impl Follower {
             request,
             reason,
         )
+    }
+
+    /// What the request follows: the smaller of the told window and the
+    /// congestion window (no less than the first window).
+    fn base(&self) -> Option<Bytes> {
+        let told = self.told?;
+        Some(
+            self.cwnd
+                .map_or(told, |cwnd| told.min(cwnd.max(INITIAL_WINDOW))),
+        )
+    }
+
+    /// What the request should be: [`Follower::base`], boosted.
+    fn want(&self) -> Option<Bytes> {
+        let base = self.base()?;
+        Some(bytes_capped(
+            base.get() as f64 * self.boost,
+            self.ctx.limits.wmem_max,
+        ))
+    }
+
+    /// Moves the request to [`Follower::want`] if that grew, or fell to
+    /// well below the request.
+    fn follow(&mut self, at: Duration, reason: impl FnOnce(Bytes) -> String) -> Decision {
+        let Some(want) = self.want() else {
+            return Decision::none();
+        };
+        let grow = self.request.is_none_or(|r| r < want);
+        let shrink = self
+            .request
+            .is_some_and(|r| (want.get() as f64) < SHRINK_BELOW * r.get() as f64);
+        if !(grow || shrink) {
+            return Decision::none();
+        }
+        let reason = reason(want);
+        self.set(at, want, reason)
     }
 
     fn on_peer(&mut self, report: &PeerReport) -> Decision {
@@ -111,21 +163,13 @@ impl Follower {
             return Decision::none();
         };
         self.told = Some(told);
-        let grow = self.request.is_none_or(|r| r < told);
-        let shrink = self
-            .request
-            .is_some_and(|r| (told.get() as f64) < SHRINK_BELOW * r.get() as f64);
-        if !(grow || shrink) {
-            return Decision::none();
-        }
-        self.set(
-            report.at,
-            told,
+        self.follow(report.at, |want| {
             format!(
-                "receiver's window is {}: send buffer in step",
-                show_bytes(told)
-            ),
-        )
+                "receiver's window is {}: send buffer in step, {}",
+                show_bytes(told),
+                show_bytes(want)
+            )
+        })
     }
 
     fn on_sample(&mut self, sample: &Sample) -> Decision {
@@ -139,6 +183,30 @@ impl Follower {
         if let Some(rtt) = micros(info.rtt_us) {
             self.rtt = Some(rtt);
         }
+        let cwnd = u64::from(info.snd_cwnd_segs) * u64::from(info.snd_mss_bytes);
+        let follow = if cwnd > 0 {
+            self.cwnd = Some(Bytes(cwnd));
+            self.follow(sample.at, |want| {
+                format!(
+                    "congestion window {}: send buffer in step, {}",
+                    show_bytes(Bytes(cwnd)),
+                    show_bytes(want)
+                )
+            })
+        } else {
+            Decision::none()
+        };
+        let grown = self.on_counters(sample, info);
+        if grown.actions.is_empty() {
+            follow
+        } else {
+            grown
+        }
+    }
+
+    /// Grows the request by half when the sender's counters show the send
+    /// buffer stopped it while the receiver's window did not.
+    fn on_counters(&mut self, sample: &Sample, info: &TcpInfoSample) -> Decision {
         let (Some(busy), Some(rwnd), Some(sndbuf)) = (
             info.busy_time_us,
             info.rwnd_limited_us,
@@ -162,24 +230,37 @@ impl Follower {
         if sndbuf_share < SNDBUF_LIMITED_SHARE || rwnd_share >= RWND_LIMITED_SHARE || !settled {
             return Decision::none();
         }
-        // The kernel's autotuned size, or ours, whichever is in force.
-        let kept = sample
-            .buffers
-            .map(|b| Bytes(b.sndbuf_bytes / LINUX_BUFFER_DOUBLING))
-            .or(self.request)
-            .unwrap_or_default()
-            .max(self.told.unwrap_or_default());
-        let request = bytes_capped(kept.get() as f64 * GROWTH, self.ctx.limits.wmem_max);
-        self.set(
-            sample.at,
-            request,
+        let Some(base) = self.base() else {
+            // Not told yet: the kernel's autotuned size, grown by half.
+            let kept = sample
+                .buffers
+                .map(|b| Bytes(b.sndbuf_bytes / LINUX_BUFFER_DOUBLING))
+                .unwrap_or_default();
+            let request = bytes_capped(kept.get() as f64 * GROWTH, self.ctx.limits.wmem_max);
+            return self.set(
+                sample.at,
+                request,
+                format!(
+                    "send buffer stopped the sender {:.0}% of the time (receive window {:.0}%): {}",
+                    sndbuf_share * 100.0,
+                    rwnd_share * 100.0,
+                    show_bytes(request)
+                ),
+            );
+        };
+        // Half again over the request in force, which may be above what
+        // it follows now.
+        let base = base.get().max(1) as f64;
+        let held = self.request.map_or(0.0, |r| r.get() as f64 / base);
+        self.boost = (GROWTH * self.boost.max(held)).min(MOST_BOOST);
+        self.follow(sample.at, |want| {
             format!(
                 "send buffer stopped the sender {:.0}% of the time (receive window {:.0}%): {}",
                 sndbuf_share * 100.0,
                 rwnd_share * 100.0,
-                show_bytes(request)
-            ),
-        )
+                show_bytes(want)
+            )
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use crate::auto::INITIAL_WINDOW;
 use crate::auto::memory::Memory;
 use crate::auto::view::View;
 use crate::tcpinfo::TcpInfoSample;
@@ -455,6 +456,64 @@ fn a_sender_with_a_rightsize_peer_follows_and_never_holds_the_flow_back() {
     );
 }
 
+/// A sender's sample with its congestion window (1,448-byte segments).
+fn sender_cwnd_sample(at_ms: u64, cwnd_segs: u32) -> Event {
+    Event::Sample(Sample {
+        at: ms(at_ms),
+        bytes: 0,
+        tcp_info: Some(TcpInfoSample {
+            rtt_us: 100_000,
+            snd_cwnd_segs: cwnd_segs,
+            snd_mss_bytes: 1448,
+            ..TcpInfoSample::default()
+        }),
+        buffers: None,
+    })
+}
+
+#[test]
+fn a_following_sender_holds_no_more_than_its_congestion_window_needs() {
+    let mut auto = tuner("auto", Role::Sender, Peer::Rightsize);
+    let told = |at_ms, size| {
+        Event::Peer(PeerReport {
+            at: ms(at_ms),
+            info: None,
+            size: Some(Bytes(size)),
+        })
+    };
+    // The receiver's window is ahead of the flow (a startup): the buffer
+    // follows the congestion window, no less than the first window.
+    assert_eq!(
+        auto.on_event(&sender_cwnd_sample(10, 20)).actions,
+        vec![],
+        "nothing told yet: the kernel autotunes"
+    );
+    assert_eq!(
+        auto.on_event(&told(20, 2_000_000)).actions,
+        vec![Action::SetSndBuf(INITIAL_WINDOW)]
+    );
+    assert_eq!(
+        auto.on_event(&sender_cwnd_sample(70, 200)).actions,
+        vec![Action::SetSndBuf(Bytes(289_600))]
+    );
+    // Past the receiver's window, the receiver's window.
+    assert_eq!(
+        auto.on_event(&sender_cwnd_sample(120, 2_000)).actions,
+        vec![Action::SetSndBuf(Bytes(2_000_000))]
+    );
+    // A congestion window halved by a loss leaves it (no churn); one that
+    // fell below half of it takes it down.
+    assert!(
+        auto.on_event(&sender_cwnd_sample(170, 1_000))
+            .actions
+            .is_empty()
+    );
+    assert_eq!(
+        auto.on_event(&sender_cwnd_sample(220, 600)).actions,
+        vec![Action::SetSndBuf(Bytes(868_800))]
+    );
+}
+
 #[test]
 fn a_following_sender_paces_at_the_ceiling_the_receiver_asks_for() {
     let mut auto = tuner("auto", Role::Sender, Peer::Rightsize);
@@ -685,6 +744,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
             window_clamp_bytes: u32::try_from(clamp).unwrap(),
         }),
         inflight: None,
+        recent_rate: None,
     }
 }
 

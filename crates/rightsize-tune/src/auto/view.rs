@@ -61,6 +61,9 @@ pub struct View {
     pub buffers: Option<BufferReading>,
     /// Bytes in flight (`tcpi_unacked x tcpi_snd_mss`) on a sender.
     pub inflight: Option<u64>,
+    /// What this end's own counter saw in the last propagation RTT, bytes
+    /// per second: fresher than the sender's reports, which come late.
+    pub recent_rate: Option<f64>,
 }
 
 /// The sender's counters at one moment, to difference.
@@ -312,6 +315,7 @@ impl Observer {
             self.btl_bw.update(sample.at, long);
         }
         self.btl_bw.expire(sample.at);
+        let recent_rate = self.rt_prop.and_then(|p| self.delivered.rate_over(p));
         Ok(View {
             at: sample.at,
             rate,
@@ -325,6 +329,7 @@ impl Observer {
             rcv_ssthresh,
             buffers: sample.buffers,
             inflight,
+            recent_rate,
         })
     }
 }

@@ -361,7 +361,7 @@ pub fn run_sharing(
         })
         .collect();
     let mut bottleneck = 0.0;
-    let mut peaks = (0.0f64, 0.0f64);
+    let mut peaks = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let ticks = (scenario.seconds / TICK).round() as u64;
     for _ in 0..ticks {
         for conn in &mut conns {
@@ -372,11 +372,15 @@ pub fn run_sharing(
         let sum = |f: fn(&Flow) -> f64| conns.iter().map(|c| f(&c.flow)).sum::<f64>();
         peaks.0 = peaks.0.max(sum(Flow::advertised));
         peaks.1 = peaks.1.max(sum(|f| f.rcvbuf + f.sndbuf));
+        peaks.2 = peaks.2.max(sum(|f| f.rcvbuf));
+        peaks.3 = peaks.3.max(sum(|f| f.sndbuf));
     }
     Shared {
         flows: conns.into_iter().map(|c| c.outcome(scenario)).collect(),
         peak_window_sum: peaks.0,
         peak_buffers_sum: peaks.1,
+        peak_rcvbuf_sum: peaks.2,
+        peak_sndbuf_sum: peaks.3,
     }
 }
 
@@ -390,6 +394,10 @@ pub struct Shared {
     /// The most both ends' buffers (each receiver's receive buffer and
     /// each sender's send buffer) summed to at one tick.
     pub peak_buffers_sum: f64,
+    /// The most the receivers' receive buffers summed to at one tick.
+    pub peak_rcvbuf_sum: f64,
+    /// The most the senders' send buffers summed to at one tick.
+    pub peak_sndbuf_sum: f64,
 }
 
 impl Shared {

@@ -78,14 +78,14 @@ fn eight_streams_sized_as_one_flow_fill_a_lossy_path_with_a_third_of_the_kernels
 }
 
 /// Sixteen connections between rightsize ends on `lfn` (200 Mbit/s x
-/// 100 ms, one BDP of queue), `auto` at both ends, each end's tuner
-/// within `budget` if there is one.
-fn sixteen(budget: Option<&Arc<Mutex<Budget>>>) -> Shared {
+/// 100 ms, one BDP of queue), `spec` at both ends, starting together,
+/// each end's tuner within `budget` if there is one.
+fn sixteen(spec: TunerSpec, budget: Option<&Arc<Mutex<Budget>>>) -> Shared {
     let mut s = Scenario::benchmark("auto", 1.0);
     s.seconds = 20.0;
     run_sharing(&s, 16, &mut |_| {
-        let rx = TunerSpec::Auto.build(ctx(Role::Receiver, Peer::Rightsize));
-        let tx = TunerSpec::Auto.build(ctx(Role::Sender, Peer::Rightsize));
+        let rx = spec.build(ctx(Role::Receiver, Peer::Rightsize));
+        let tx = spec.build(ctx(Role::Sender, Peer::Rightsize));
         match budget {
             None => (rx, tx),
             Some(b) => (
@@ -102,7 +102,10 @@ fn sixteen_connections_within_a_budget_of_four_bdps_hold_it_at_every_tick_and_lo
     let s = Scenario::benchmark("auto", 1.0);
     let limit = 4.0 * bdp(&s);
     let budget = Arc::new(Mutex::new(Budget::new(Bytes(limit as u64))));
-    let (held, free) = (sixteen(Some(&budget)), sixteen(None));
+    let (held, free) = (
+        sixteen(TunerSpec::Auto, Some(&budget)),
+        sixteen(TunerSpec::Auto, None),
+    );
     // The model has each end's main buffer; the other one is fixed.
     let others = 32.0 * 2.0 * OTHER.0 as f64;
     assert!(
@@ -117,10 +120,57 @@ fn sixteen_connections_within_a_budget_of_four_bdps_hold_it_at_every_tick_and_lo
         free.goodput()
     );
     assert!(held.fairness() >= 0.9, "{}", held.fairness());
-    // Unbounded, each end sizes for the whole path: ten times as much.
-    assert!(
-        free.peak_buffers_sum > 2.5 * limit,
-        "{}",
-        free.peak_buffers_sum / bdp(&s)
+}
+
+/// Each receiver opens its window a few times ahead of what its flow
+/// carries, not at once to the window the packet trains measured for the
+/// whole path: sixteen flows that start together each carry a sixteenth.
+/// (Opened at once to three quarters of the trains' window, the receivers'
+/// buffers summed to 14.7 BDPs and the senders' to 24.6.)
+#[test]
+fn sixteen_auto_connections_starting_together_size_for_their_share_not_the_path() {
+    let s = Scenario::benchmark("auto", 1.0);
+    let (auto, kernel) = (
+        sixteen(TunerSpec::Auto, None),
+        sixteen(TunerSpec::Kernel, None),
     );
+    let bdps = |bytes: f64| bytes / bdp(&s);
+    eprintln!(
+        "auto {} B/s, fairness {}, receive {} BDPs, send {}, windows {}; kernel {} B/s, fairness {}, receive {}, send {}",
+        auto.goodput(),
+        auto.fairness(),
+        bdps(auto.peak_rcvbuf_sum),
+        bdps(auto.peak_sndbuf_sum),
+        bdps(auto.peak_window_sum),
+        kernel.goodput(),
+        kernel.fairness(),
+        bdps(kernel.peak_rcvbuf_sum),
+        bdps(kernel.peak_sndbuf_sum)
+    );
+    assert!(
+        auto.goodput() >= 0.95 * kernel.goodput(),
+        "{} vs {} B/s",
+        auto.goodput(),
+        kernel.goodput()
+    );
+    assert!(
+        auto.peak_rcvbuf_sum <= 0.25 * kernel.peak_rcvbuf_sum,
+        "receive buffers {} vs {} BDPs",
+        bdps(auto.peak_rcvbuf_sum),
+        bdps(kernel.peak_rcvbuf_sum)
+    );
+    assert!(
+        auto.peak_window_sum <= 3.0 * bdp(&s),
+        "windows {} BDPs",
+        bdps(auto.peak_window_sum)
+    );
+    assert!(
+        auto.peak_sndbuf_sum <= 6.0 * bdp(&s),
+        "send buffers {} BDPs",
+        bdps(auto.peak_sndbuf_sum)
+    );
+    // A window sized from its flow's rate holds that flow's share where a
+    // loss left it while a queue stands: the model's flows end unevenly
+    // (0.78; the kernel's 0.89 on the model), the real path's less so.
+    assert!(auto.fairness() >= 0.65, "{}", auto.fairness());
 }
