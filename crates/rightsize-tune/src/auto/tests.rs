@@ -418,6 +418,15 @@ fn sender_sample(at_ms: u64, busy_ms: u64, sndbuf_ms: u64, rwnd_ms: u64, sndbuf:
     })
 }
 
+/// A receiver's report that tells the window, `size` bytes.
+fn told(at_ms: u64, size: u64) -> Event {
+    Event::Peer(PeerReport {
+        at: ms(at_ms),
+        info: None,
+        size: Some(Bytes(size)),
+    })
+}
+
 #[test]
 fn a_sender_with_a_rightsize_peer_follows_and_never_holds_the_flow_back() {
     let mut auto = tuner("auto", Role::Sender, Peer::Rightsize);
@@ -425,13 +434,6 @@ fn a_sender_with_a_rightsize_peer_follows_and_never_holds_the_flow_back() {
         auto.setup().after_connect.is_empty(),
         "the kernel autotunes until told"
     );
-    let told = |at_ms, size| {
-        Event::Peer(PeerReport {
-            at: ms(at_ms),
-            info: None,
-            size: Some(Bytes(size)),
-        })
-    };
     assert_eq!(
         auto.on_event(&told(10, 2_000_000)).actions,
         vec![Action::SetSndBuf(Bytes(2_000_000))]
@@ -474,13 +476,6 @@ fn sender_cwnd_sample(at_ms: u64, cwnd_segs: u32) -> Event {
 #[test]
 fn a_following_sender_holds_no_more_than_its_congestion_window_needs() {
     let mut auto = tuner("auto", Role::Sender, Peer::Rightsize);
-    let told = |at_ms, size| {
-        Event::Peer(PeerReport {
-            at: ms(at_ms),
-            info: None,
-            size: Some(Bytes(size)),
-        })
-    };
     // The receiver's window is ahead of the flow (a startup): the buffer
     // follows the congestion window, no less than the first window.
     assert_eq!(
