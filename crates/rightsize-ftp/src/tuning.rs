@@ -198,6 +198,26 @@ fn stream_tuner(spec: &TunerSpec, role: Role, aggregate: &Arc<Mutex<Aggregate>>)
     }
 }
 
+/// Waits, at most `most`, until the data connections within `budget`
+/// hold no more than its bound ([`Budget::fits`]): one just admitted at
+/// its least may find the others still holding their grants, which they
+/// give back at their next sample (every 10 ms at most). Whether they did.
+pub fn wait_for_room(budget: &Mutex<Budget>, most: Duration) -> bool {
+    let until = Instant::now() + most;
+    loop {
+        if lock(budget).fits() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(ROOM_POLL);
+    }
+}
+
+/// How often [`wait_for_room`] looks.
+const ROOM_POLL: Duration = Duration::from_millis(2);
+
 /// `mutex`'s value, even if a thread panicked holding it.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)

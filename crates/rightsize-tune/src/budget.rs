@@ -187,6 +187,15 @@ impl Budget {
         ((self.claims.len() + n) as u64).saturating_mul(min_cost()) <= self.limit
     }
 
+    /// Whether what the connections hold fits the bound. A connection
+    /// just admitted at its least may find the others still holding what
+    /// they were granted before it came; each gives back at its next
+    /// [`Budget::follow`], and the newcomer should not set its buffers
+    /// before then.
+    pub fn fits(&self) -> bool {
+        self.held() <= self.limit
+    }
+
     /// Connection `id` ended.
     pub fn close(&mut self, id: u64) {
         self.claims.remove(&id);

@@ -51,6 +51,9 @@ const CONTROL_READ_BYTES: usize = 4096;
 /// Events buffered between the reader and the session: a client that
 /// floods the control connection waits on TCP, not on server memory.
 const EVENT_QUEUE: usize = 8;
+/// How long a data connection just admitted within a buffer budget waits
+/// for the others to make room for its least (they do within a sample).
+const ROOM_WAIT: Duration = Duration::from_millis(100);
 
 enum Event {
     Input(Vec<u8>),
@@ -345,6 +348,18 @@ impl Conn {
                 (request, Some(Box::new(budgeted) as Box<dyn Tuner>))
             }
         };
+        // A connection just admitted sets its buffers (its least) only
+        // once the others gave back what its least needs.
+        if let Some(budget) = budget
+            && !tuning::wait_for_room(budget, ROOM_WAIT)
+        {
+            self.shared.log(&format!(
+                "{}: the buffer budget's other connections had not made room within {} ms; \
+                 going on",
+                self.peer,
+                ROOM_WAIT.as_millis()
+            ));
+        }
         if self.control.write_all(&plan.start_reply.encode()).is_err() {
             return Err(TransferOutcome::NetworkError(
                 "control connection lost".into(),

@@ -25,6 +25,20 @@ fn a_connection_is_admitted_only_while_every_one_can_have_its_least() {
 }
 
 #[test]
+fn a_newcomer_fits_once_the_others_gave_back_what_it_needs() {
+    let mut b = Budget::new(Bytes(4 * MB));
+    let first = b.open().unwrap();
+    assert_eq!(b.grant(first, 8 * MB), 4 * MB);
+    assert!(b.fits());
+    let newcomer = b.open().unwrap();
+    assert!(!b.fits(), "the first still holds all of it");
+    assert_eq!(b.follow(first), 4 * MB - min_cost());
+    assert!(b.fits());
+    b.close(newcomer);
+    assert!(b.fits());
+}
+
+#[test]
 fn wants_that_fit_are_met_and_the_rest_is_shared_by_water_filling() {
     let mut b = Budget::new(Bytes(10 * MB));
     let small = b.open().unwrap();
