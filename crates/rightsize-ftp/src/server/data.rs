@@ -244,7 +244,7 @@ pub fn run(
     let observer = stream.try_clone().ok();
     let started = Instant::now();
     report.outcome = match flow {
-        Flow::Send(source) => send(stream, source, params, progress),
+        Flow::Send(source) => send(stream, source, params, progress, &|| abort.is_aborted()),
         Flow::Receive(sink) => receive(stream, sink, progress, &|| {
             !abort.is_aborted() && client_alive()
         }),
@@ -328,6 +328,7 @@ fn send(
     source: Source,
     params: &DataParams,
     progress: &Progress,
+    aborted: &dyn Fn() -> bool,
 ) -> TransferOutcome {
     let write_size = params.write_size;
     let count = &mut |n: usize| {
@@ -370,7 +371,7 @@ fn send(
         Ok(()) => finish_send(
             stream,
             progress,
-            params.drain.then_some(params.idle_timeout),
+            params.drain.then_some((params.idle_timeout, aborted)),
         ),
         Err(SendError::Network(e)) => TransferOutcome::NetworkError(e.to_string()),
         Err(SendError::Local(e)) => TransferOutcome::LocalError(e.to_string()),
@@ -378,16 +379,21 @@ fn send(
 }
 
 /// Closes the sending side (a FIN after the last byte) so the client sees
-/// the end of the file; with `drain`, then waits (at most that long) until
-/// the client has acknowledged every byte.
-fn finish_send(stream: TcpStream, progress: &Progress, drain: Option<Duration>) -> TransferOutcome {
+/// the end of the file; with `drain`, then waits (at most that long, and
+/// not once the transfer is aborted) until the client has acknowledged
+/// every byte.
+fn finish_send(
+    stream: TcpStream,
+    progress: &Progress,
+    drain: Option<(Duration, &dyn Fn() -> bool)>,
+) -> TransferOutcome {
     let bytes = progress.bytes.load(Ordering::Relaxed);
     if let Err(e) = stream.shutdown(Shutdown::Write) {
         return TransferOutcome::NetworkError(format!("shutdown: {e}"));
     }
-    if let Some(most) = drain {
+    if let Some((most, aborted)) = drain {
         let until = Instant::now() + most;
-        while Instant::now() < until {
+        while Instant::now() < until && !aborted() {
             match rightsize_sys::tcp_info::read(stream.as_fd()) {
                 Ok(info) if info.unacked_segs > 0 || info.notsent_bytes.unwrap_or(0) > 0 => {
                     thread::sleep(DRAIN_POLL);
