@@ -230,6 +230,11 @@ impl Follower {
         if sndbuf_share < SNDBUF_LIMITED_SHARE || rwnd_share >= RWND_LIMITED_SHARE || !settled {
             return Decision::none();
         }
+        let why = format!(
+            "send buffer stopped the sender {:.0}% of the time (receive window {:.0}%)",
+            sndbuf_share * 100.0,
+            rwnd_share * 100.0
+        );
         let Some(base) = self.base() else {
             // Not told yet: the kernel's autotuned size, grown by half.
             let kept = sample
@@ -240,12 +245,7 @@ impl Follower {
             return self.set(
                 sample.at,
                 request,
-                format!(
-                    "send buffer stopped the sender {:.0}% of the time (receive window {:.0}%): {}",
-                    sndbuf_share * 100.0,
-                    rwnd_share * 100.0,
-                    show_bytes(request)
-                ),
+                format!("{why}: {}", show_bytes(request)),
             );
         };
         // Half again over the request in force, which may be above what
@@ -253,14 +253,7 @@ impl Follower {
         let base = base.get().max(1) as f64;
         let held = self.request.map_or(0.0, |r| r.get() as f64 / base);
         self.boost = (GROWTH * self.boost.max(held)).min(MOST_BOOST);
-        self.follow(sample.at, |want| {
-            format!(
-                "send buffer stopped the sender {:.0}% of the time (receive window {:.0}%): {}",
-                sndbuf_share * 100.0,
-                rwnd_share * 100.0,
-                show_bytes(want)
-            )
-        })
+        self.follow(sample.at, |want| format!("{why}: {}", show_bytes(want)))
     }
 }
 

@@ -229,12 +229,10 @@ impl Auto {
                 // while the window held a paced sender back with no queue,
                 // as slow start does, gained 1 Mbit/s on `lfn` alone and
                 // doubled the peak of sixteen flows' buffers, measured).
-                let ramped = match ceiling {
-                    Some(_) => ramp
-                        .grow(self.window, rtts)
-                        .min(self.window.max(super::OPEN_LEAD * self.carried)),
-                    None => ramp.grow(self.window, rtts),
-                };
+                let mut ramped = ramp.grow(self.window, rtts);
+                if ceiling.is_some() {
+                    ramped = ramped.min(self.window.max(super::OPEN_LEAD * self.carried));
+                }
                 self.state = State::Startup { ceiling, ramp };
                 match ceiling {
                     Some(ceiling) if ramped >= ceiling => {
@@ -429,8 +427,7 @@ impl Auto {
                     let window = self.target(r.bw, r.rt_prop).min(self.window);
                     return self.retarget(r.at, window, format!("losses stopped; {}", r.numbers));
                 }
-                let aside =
-                    self.aside_bdps * r.bw * r.rt_prop.max(super::MIN_SIZING_RTT).as_secs_f64();
+                let aside = self.aside_window(r.bw, r);
                 if aside > self.window * (1.0 + HYSTERESIS) {
                     return self.retarget(
                         r.at,
@@ -642,24 +639,25 @@ impl Auto {
     fn step_aside(&mut self, r: &Reading, bdps: f64, reason: String) -> Decision {
         self.state = State::StepAside;
         self.aside_bdps = bdps;
-        let window = self.aside_window(r).max(self.window);
-        self.retarget(r.at, window, reason)
-    }
-
-    /// The window stepping aside: [`Auto::aside_bdps`] x the flow's rate x
-    /// min-RTT. The flow's own rate, not the path's: a flow that shares
-    /// the bottleneck with others (a server's many clients) has no more
-    /// than its share to carry, and eleven of sixteen such flows that each
-    /// stepped aside to the trains' capacity held 100 MB of receive
-    /// buffers on a path whose BDP is 2.5 MB (measured). Up to
-    /// [`super::OPEN_LEAD`] times its best rate, and never above the
-    /// trains' capacity: a flow still in its startup, or coming back from
-    /// a loss, may soon carry that much; as its best rate grows past
-    /// that, the window follows it (see `steer`).
-    fn aside_window(&self, r: &Reading) -> f64 {
+        // Up to [`super::OPEN_LEAD`] times the flow's best rate, never
+        // above the trains' capacity: a flow still in its startup, or
+        // coming back from a loss, may soon carry that much; as its best
+        // rate grows past that, the window follows it (see `steer`).
         let rate = self
             .capacity
             .map_or(r.bw, |c| c.min(super::OPEN_LEAD * r.bw).max(r.bw));
+        let window = self.aside_window(rate, r).max(self.window);
+        self.retarget(r.at, window, reason)
+    }
+
+    /// The window stepping aside for a flow at `rate`, bytes per second:
+    /// [`Auto::aside_bdps`] x `rate` x min-RTT. The flow's own rate, not
+    /// the path's: a flow that shares the bottleneck with others (a
+    /// server's many clients) has no more than its share to carry, and
+    /// eleven of sixteen such flows that each stepped aside to the trains'
+    /// capacity held 100 MB of receive buffers on a path whose BDP is
+    /// 2.5 MB (measured).
+    fn aside_window(&self, rate: f64, r: &Reading) -> f64 {
         self.aside_bdps * rate * r.rt_prop.max(super::MIN_SIZING_RTT).as_secs_f64()
     }
 }
