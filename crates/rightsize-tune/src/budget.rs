@@ -214,24 +214,7 @@ impl Budget {
     /// The water level: every want above it gets the level. `None` when
     /// every want fits.
     fn level(&self) -> Option<u64> {
-        if self.wanted() <= self.limit {
-            return None;
-        }
-        let mut wants: Vec<u64> = self.claims.values().map(|c| c.want).collect();
-        wants.sort_unstable();
-        let mut left = self.limit;
-        let mut count = wants.len() as u64;
-        for w in wants {
-            // Everyone left would get `left / count`: a want below that
-            // is met whole.
-            let even = left / count;
-            if w > even {
-                return Some(even);
-            }
-            left -= w;
-            count -= 1;
-        }
-        Some(left)
+        water_level(self.claims.values().map(|c| c.want).collect(), self.limit)
     }
 
     /// The budget's use now.
@@ -243,6 +226,29 @@ impl Budget {
             connections: self.claims.len(),
         }
     }
+}
+
+/// The water level that shares `limit` between `wants`: every want above
+/// it gets the level, every want below it is met whole, and the level is
+/// the highest that fits. `None` when every want fits.
+pub(crate) fn water_level(mut wants: Vec<u64>, limit: u64) -> Option<u64> {
+    if wants.iter().sum::<u64>() <= limit {
+        return None;
+    }
+    wants.sort_unstable();
+    let mut left = limit;
+    let mut count = wants.len() as u64;
+    for w in wants {
+        // Everyone left would get `left / count`: a want below that is met
+        // whole.
+        let even = left / count;
+        if w > even {
+            return Some(even);
+        }
+        left -= w;
+        count -= 1;
+    }
+    Some(left)
 }
 
 /// A connection's tuner within a [`Budget`]; see the module documentation.

@@ -51,6 +51,7 @@ pub mod bdp;
 pub mod budget;
 pub mod check;
 pub mod civil;
+pub mod crowd;
 pub mod diagnose;
 pub mod driver;
 pub mod host;

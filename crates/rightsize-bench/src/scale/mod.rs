@@ -57,7 +57,8 @@ receive buffers and the server's summed send buffers, peak and mean (the sums sa
 Prints each run, the medians and the goals (auto against kernel: goodput >= 0.95x, fairness
 >= 0.9, receive buffers <= 0.25x, send buffers <= 0.5x; the budget held, goodput >= 0.9x).
 --json: one object on stdout, {\"tuners\": {T: {...}}, \"budget\": {...}}; the lines go to stderr.
-Every run is a line of DIR/runs.jsonl (default: target/bench-results/scale-UNIXTIME).
+Every run is a line of DIR/runs.jsonl (default: target/bench-results/scale-UNIXTIME); the
+server's telemetry and decisions, one file per data connection, are in DIR/RUN/server-telemetry.
 Exits 1 if a run failed or a goal is missed.
 --smoke: 4 clients of 4 MiB, 1 repetition: checks that everything works (not judged).";
 
@@ -273,6 +274,8 @@ fn one_run(
         root.to_string_lossy().into_owned(),
         "--tune".into(),
         spec.tuner.to_owned(),
+        "--telemetry-dir".into(),
+        dir.join("server-telemetry").to_string_lossy().into_owned(),
     ];
     if let Some(b) = spec.budget {
         serve.extend(["--buffer-budget".to_owned(), b.0.to_string()]);

@@ -29,6 +29,7 @@ use rightsize_sys::poll::{self, Want};
 use rightsize_sys::probe::Responder;
 use rightsize_sys::telemetry::{Inbox, Monitor, ToPeer, Tuning};
 use rightsize_tune::budget::Budgeted;
+use rightsize_tune::crowd::Crowded;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
@@ -320,6 +321,17 @@ impl Conn {
             .within(budget.filter(|_| extended.is_some()));
         let request = tuners.request().clone();
         let tuner = tuner.filter(|_| !listing && extended.is_none());
+        // An `auto` download is sized with the others to the same client
+        // network: they share its path.
+        let crowded = role == Role::Sender
+            && self.shared.tuner_spec(plan.sbuf, self.host.inner().tune()) == Some(TunerSpec::Auto);
+        let tuner = match tuner {
+            Some(inner) if crowded => Some(Box::new(Crowded::new(
+                inner,
+                &self.shared.crowd_for(self.peer.ip()),
+            )) as Box<dyn Tuner>),
+            other => other,
+        };
         // Within a budget every data connection is admitted before the
         // 150, or refused with 425 and why.
         let (request, tuner) = match (budget, extended) {

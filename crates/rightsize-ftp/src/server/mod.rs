@@ -19,11 +19,12 @@ mod limits;
 mod markers;
 mod telemetry;
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -32,6 +33,7 @@ use rightsize_ftp_proto::session::SessionConfig;
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 use rightsize_tune::budget::{Budget, Use};
+use rightsize_tune::crowd::Crowd;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::write_size::WriteSize;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
@@ -189,6 +191,18 @@ struct Shared {
     next_passive: AtomicU32,
     /// The data connections' buffer budget, if any.
     budget: Option<Arc<Mutex<Budget>>>,
+    /// The downloads tuned by `auto`, by client network
+    /// ([`client_network`]): each network's share one path.
+    crowds: Mutex<HashMap<IpAddr, Weak<Mutex<Crowd>>>>,
+}
+
+/// The network a client address belongs to, for sizing the downloads that
+/// share its path together: its /24 (IPv4) or /64 (IPv6).
+fn client_network(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(Ipv4Addr::from(v4.to_bits() & !0xff)),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(v6.to_bits() & !u128::from(u64::MAX))),
+    }
 }
 
 impl Shared {
@@ -197,6 +211,20 @@ impl Shared {
         self.budget
             .as_ref()
             .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner).usage())
+    }
+
+    /// The crowd of `auto` downloads to `client`'s network, joined by
+    /// the next one ([`rightsize_tune::crowd`]).
+    fn crowd_for(&self, client: IpAddr) -> Arc<Mutex<Crowd>> {
+        let mut crowds = self.crowds.lock().unwrap_or_else(PoisonError::into_inner);
+        crowds.retain(|_, crowd| crowd.strong_count() > 0);
+        let network = client_network(client);
+        if let Some(crowd) = crowds.get(&network).and_then(Weak::upgrade) {
+            return crowd;
+        }
+        let crowd = Arc::new(Mutex::new(Crowd::new()));
+        crowds.insert(network, Arc::downgrade(&crowd));
+        crowd
     }
 
     fn log(&self, line: &str) {
@@ -295,6 +323,7 @@ impl Server {
             budget: config
                 .buffer_budget
                 .map(|limit| Arc::new(Mutex::new(Budget::new(limit)))),
+            crowds: Mutex::new(HashMap::new()),
             config,
         });
         Ok(Server { listener, shared })
@@ -338,5 +367,22 @@ impl Server {
             self.shared
                 .log(&format!("{peer}: no thread for the session: {e}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_of_one_network_share_a_crowd_and_others_do_not() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert_eq!(client_network(ip("10.1.1.7")), ip("10.1.1.0"));
+        assert_eq!(client_network(ip("::ffff:10.1.1.7")), ip("10.1.1.0"));
+        assert_eq!(
+            client_network(ip("2001:db8:1:2:aaaa::1")),
+            ip("2001:db8:1:2::")
+        );
+        assert_ne!(client_network(ip("10.1.2.7")), ip("10.1.1.0"));
     }
 }
