@@ -159,6 +159,8 @@ pub enum Command {
     Pbsz(u32),
     /// `PROT C|S|E|P` (RFC 2228 3, RFC 4217 9).
     Prot(ProtectionLevel),
+    /// `CCC`: clear the control channel (RFC 4217 6).
+    Ccc,
     /// `SBUF <buffer-size>`: TCP buffer for later data connections, in
     /// bytes (OGF GFD.20 section 3.4). Policy for 0 or huge values is the
     /// server's.

@@ -8,5 +8,6 @@ mod blocks;
 pub mod client;
 pub mod server;
 pub mod telemetry;
+pub mod tls;
 pub mod tuning;
 mod writes;

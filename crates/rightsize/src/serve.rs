@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rightsize_ftp::server::{self, Server, ServerConfig};
+use rightsize_ftp::server::{self, Server, ServerConfig, ServerTlsConfig};
+use rightsize_ftp::tls::ServerTls;
 use rightsize_ftp_proto::passwd::UserDb;
 use rightsize_ftp_proto::session::bench::{NULL_DIR, ZERO_DIR};
 use rightsize_sys::socket::BufferRequest;
@@ -29,6 +30,7 @@ Benchmark files need no disk: RETR /.rightsize/zero/SIZE sends SIZE zero bytes (
 
   rightsize serve --root /srv/ftp
   rightsize serve --root /srv/ftp --listen 198.18.0.1:2121 --passive-ports 50000-50100
+  rightsize serve --root /srv/ftp --users users.txt --tls-cert cert.pem --tls-key key.pem
   curl -o /dev/null ftp://HOST:2121/.rightsize/zero/1G";
 
 #[derive(Debug, Args)]
@@ -121,9 +123,65 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = units::parse_positive_duration)]
     pub telemetry_interval: Duration,
 
+    /// FTPS (RFC 4217): the server's certificate chain, PEM. With it, clients start TLS with AUTH
+    /// TLS, protect data connections with PROT P, and no password login is taken before AUTH TLS.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// FTPS with a certificate made at start for NAME (a host name or an address; repeat for more):
+    /// clients trust it by its SHA-256 fingerprint, printed at start (rightsize get --pin-sha256,
+    /// curl -k). Nothing is written to disk.
+    #[arg(long, value_name = "NAME")]
+    pub tls_self_signed: Vec<String>,
+
+    /// Implicit FTPS: every control connection is TLS from its first byte (ftps://, port 990's
+    /// habit), not upgraded with AUTH TLS.
+    #[arg(long)]
+    pub tls_implicit: bool,
+
+    /// With a certificate, let anonymous users log in without TLS (password logins still need AUTH
+    /// TLS first).
+    #[arg(long)]
+    pub tls_optional: bool,
+
     /// No log lines on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// The server's FTPS setting from the flags; `None` offers no TLS.
+fn tls_config(args: &ServeArgs) -> anyhow::Result<Option<ServerTlsConfig>> {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => ServerTls::from_pem_files(cert, key)?,
+        _ if !args.tls_self_signed.is_empty() => ServerTls::self_signed(&args.tls_self_signed)?,
+        _ => {
+            if args.tls_implicit || args.tls_optional {
+                anyhow::bail!(
+                    "--tls-implicit and --tls-optional need a certificate: give --tls-cert FILE --tls-key FILE, or --tls-self-signed NAME"
+                );
+            }
+            return Ok(None);
+        }
+    };
+    if args.tls_implicit && args.tls_optional {
+        anyhow::bail!(
+            "--tls-optional is for explicit FTPS (AUTH TLS): with --tls-implicit every connection is TLS"
+        );
+    }
+    Ok(Some(ServerTlsConfig {
+        tls,
+        implicit: args.tls_implicit,
+        anonymous_in_clear: args.tls_optional,
+    }))
 }
 
 /// `--buffer-budget`: a size that holds at least one data connection.
@@ -200,6 +258,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     config.telemetry_interval = args.telemetry_interval;
     config.argv = std::env::args().collect();
     config.quiet = args.quiet;
+    config.tls = tls_config(&args)?;
+    let tls_line = config.tls.as_ref().map(|t| {
+        format!(
+            "rightsize serve: FTPS ({}), certificate SHA-256 {}",
+            if t.implicit {
+                "implicit: TLS from the first byte"
+            } else if t.anonymous_in_clear {
+                "AUTH TLS; anonymous may log in without it"
+            } else {
+                "AUTH TLS before any login"
+            },
+            t.tls.fingerprint()
+        )
+    });
     let server = Server::bind(config)?;
     let addr = server
         .local_addr()
@@ -215,6 +287,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "read-only"
         },
     )?;
+    if let Some(line) = tls_line {
+        writeln!(out, "{line}")?;
+    }
     out.flush()?;
     drop(out);
     server.run()

@@ -60,6 +60,7 @@ impl Command {
             Command::Auth(_) => "AUTH",
             Command::Pbsz(_) => "PBSZ",
             Command::Prot(_) => "PROT",
+            Command::Ccc => "CCC",
             Command::Sbuf(_) => "SBUF",
             Command::Cksm { .. } => "CKSM",
             Command::Hash(_) => "HASH",
@@ -115,6 +116,7 @@ impl Command {
             | Command::Syst
             | Command::Noop
             | Command::Feat
+            | Command::Ccc
             | Command::Spas => {}
             Command::Spor(addrs) => {
                 for a in addrs.all() {

@@ -78,6 +78,7 @@ pub fn parse(line: &[u8]) -> Result<Command, CommandError> {
         b"AUTH" => Command::Auth(token("AUTH", rest)?),
         b"PBSZ" => Command::Pbsz(pbsz(rest)?),
         b"PROT" => Command::Prot(prot(rest)?),
+        b"CCC" => no_arg("CCC", rest, Command::Ccc)?,
         b"SBUF" => Command::Sbuf(number("SBUF", rest)?),
         b"CKSM" => cksm(rest)?,
         b"HASH" => Command::Hash(required("HASH", rest)?),

@@ -351,6 +351,7 @@ fn command() -> impl Strategy<Value = Command> {
             Just(Command::Pwd),
             Just(Command::Syst),
             Just(Command::Noop),
+            Just(Command::Ccc),
             Just(Command::Feat),
             Just(Command::Type(TransferType::Ascii)),
             Just(Command::Type(TransferType::Image)),

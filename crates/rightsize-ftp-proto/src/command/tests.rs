@@ -179,6 +179,7 @@ fn other_commands() {
     assert_eq!(p("PBSZ 0"), Command::Pbsz(0));
     assert_eq!(p("PROT P"), Command::Prot(ProtectionLevel::Private));
     assert_eq!(p("PROT c"), Command::Prot(ProtectionLevel::Clear));
+    assert_eq!(p("CCC"), Command::Ccc);
     assert_eq!(p("OPTS UTF8 off"), Command::Opts(OptsCommand::Utf8(false)));
     assert_eq!(
         p("OPTS MLST"),

@@ -9,6 +9,7 @@ use super::gridftp;
 use super::listing::{self, UtcTime};
 use super::port::active;
 use super::rightsize;
+use super::tls;
 use super::{
     Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
     MAX_FAILED_LOGINS, Output, SBUF_SIZES, ServerHost, Session, TransferKind, TransferPlan,
@@ -22,7 +23,7 @@ use crate::rightsize::RightsizeFeature;
 use crate::{Arg, Command, Reply, VirtualPath, addr};
 
 /// The features FEAT lists (RFC 2389), each a line with its leading space.
-fn features(host: &dyn ServerHost) -> Vec<String> {
+fn features(host: &dyn ServerHost, tls_offered: bool) -> Vec<String> {
     let mut lines = vec!["Features:".to_owned()];
     let mut feats = vec![
         "EPRT".to_owned(),
@@ -49,6 +50,10 @@ fn features(host: &dyn ServerHost) -> Vec<String> {
     if !host.checksums().is_empty() {
         feats.push(format!("CKSM {}", host.checksums().join(",")));
     }
+    if tls_offered {
+        // RFC 4217 section 6.
+        feats.extend(["AUTH TLS".to_owned(), "PBSZ".into(), "PROT".into()]);
+    }
     if host.checksums().contains(&"SHA256") {
         feats.push("HASH SHA-256*".into());
     }
@@ -72,6 +77,7 @@ fn allowed_before_login(command: &Command) -> bool {
             | Command::Auth(_)
             | Command::Pbsz(_)
             | Command::Prot(_)
+            | Command::Ccc
     )
 }
 
@@ -123,14 +129,15 @@ pub(super) fn dispatch(
         Command::Quit => vec![Output::Reply(Reply::trusted(221, "Goodbye.".into())), Output::Close],
         Command::Noop => reply(200, "NOOP ok."),
         Command::Syst => reply(215, "UNIX Type: L8"),
-        Command::Feat => multiline(211, features(host)),
+        Command::Feat => multiline(211, features(host, session.config.tls.offered())),
         Command::Help(_) => multiline(
             214,
             vec![
                 "The following commands are recognized.".into(),
-                " ABOR APPE CDUP CKSM CWD DELE EPRT EPSV ERET ESTO FEAT HASH HELP LIST MDTM MKD MLSD".into(),
-                " MLST MODE NLST NOOP OPTS PASS PASV PORT PWD QUIT REST RETR RINF RMD RNFR RNTO SBUF".into(),
-                " SITE SIZE SPAS SPOR STAT STOR STRU SYST TREV TYPE USER XCUP XCWD XMKD XPWD XRMD".into(),
+                " ABOR APPE AUTH CCC CDUP CKSM CWD DELE EPRT EPSV ERET ESTO FEAT HASH HELP LIST MDTM".into(),
+                " MKD MLSD MLST MODE NLST NOOP OPTS PASS PASV PBSZ PORT PROT PWD QUIT REST RETR".into(),
+                " RINF RMD RNFR RNTO SBUF SITE SIZE SPAS SPOR STAT STOR STRU SYST TREV TYPE USER XCUP".into(),
+                " XCWD XMKD XPWD XRMD".into(),
                 "Help OK.".into(),
             ],
         ),
@@ -152,7 +159,10 @@ pub(super) fn dispatch(
         }
         Command::Opts(OptsCommand::Other(_)) => reply(501, "Option not understood."),
         Command::Rinf(_) => rightsize::rinf_refused(),
-        Command::Auth(_) | Command::Pbsz(_) | Command::Prot(_) => reply(502, "TLS is not offered by this server."),
+        Command::Auth(mechanism) => tls::auth(session, &mechanism),
+        Command::Pbsz(_) => tls::pbsz(session),
+        Command::Prot(level) => tls::prot(session, level),
+        Command::Ccc => tls::ccc(session),
         Command::Acct(_) => reply(202, "ACCT not needed at this site."),
         Command::Allo { .. } => reply(202, "ALLO command ignored."),
         Command::Rein | Command::Stou(_) => reply(502, "Command not implemented."),
@@ -240,6 +250,9 @@ pub(super) fn dispatch(
 fn user_command(session: &mut Session, user: &Arg) -> Vec<Output> {
     if session.access().is_some() {
         return reply(530, "Can't change to another user.");
+    }
+    if tls::login_needs_tls(session, &user.to_string_lossy()) {
+        return tls::login_refused();
     }
     session.login = Login::AwaitingPass {
         user: user.to_string_lossy().into_owned(),
@@ -334,6 +347,12 @@ fn take_endpoint(session: &mut Session) -> Option<DataEndpoint> {
 }
 
 fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<Output> {
+    if session.extended && session.tls.private {
+        return reply(
+            504,
+            "MODE E data connections are not protected by this server: use MODE S with PROT P, or PROT C.",
+        );
+    }
     // MODE E: the sender connects (GFD.20); a listing goes over one
     // connection; a store takes the connections the client opens.
     let extended = match (&kind, session.extended, &session.data) {
@@ -389,6 +408,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
         extended,
         start_reply: Reply::trusted(150, start_text),
         markers,
+        private: session.tls.private,
     })]
 }
 

@@ -170,6 +170,9 @@ pub struct TransferPlan {
     /// (`crate::markers`); [`crate::markers::MarkerSchedule::NONE`] in
     /// stream mode.
     pub markers: crate::markers::MarkerSchedule,
+    /// `PROT P`: the data connections are TLS (the server's side of the
+    /// handshake, whichever end connects).
+    pub private: bool,
 }
 
 /// How a transfer ended, as the driver saw it.
@@ -215,6 +218,11 @@ pub enum Output {
     /// [`PeerMessage::to_report`] and check it with
     /// [`rightsize_tune::PeerReport::check`] before the tuner reads it.
     Peer(PeerMessage),
+    /// Start TLS on the control connection after the replies before
+    /// this (`AUTH TLS`'s 234): the client's next bytes are its
+    /// handshake, and no command line may be read in clear after the
+    /// `AUTH` line.
+    StartTls,
     /// Close the control connection after the replies before this.
     Close,
 }

@@ -29,6 +29,7 @@ pub mod listing;
 mod port;
 pub mod report;
 mod rightsize;
+mod tls;
 
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,7 @@ pub use host::{
     TransferOutcome, TransferPlan,
 };
 pub use rightsize::RINF_REFUSED;
+pub use tls::TlsPolicy;
 
 /// Failed logins before the connection is closed (vsftpd's default).
 pub const MAX_FAILED_LOGINS: u32 = 3;
@@ -86,6 +88,8 @@ pub struct SessionConfig {
     /// the reply to `OPTS RIGHTSIZE ON UDP=<port>` names it. `None` (the
     /// default) or `Some(0)`: the reply names none.
     pub probe_port: Option<u16>,
+    /// Whether and how TLS is offered.
+    pub tls: TlsPolicy,
 }
 
 impl Default for SessionConfig {
@@ -96,6 +100,7 @@ impl Default for SessionConfig {
             login_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(300),
             probe_port: None,
+            tls: TlsPolicy::Off,
         }
     }
 }
@@ -143,12 +148,14 @@ pub struct Session {
     queued: VecDeque<Result<Command, CommandError>>,
     /// `Some` while the RIGHTSIZE extension is on.
     rightsize: Option<rightsize::RightsizeState>,
+    tls: tls::TlsState,
 }
 
 impl Session {
     /// A session for a client at `peer`, and the greeting to send.
     pub fn new(config: SessionConfig, peer: SocketAddr) -> (Session, Output) {
         let greeting = Output::Reply(Reply::trusted(220, config.greeting.clone()));
+        let tls = tls::TlsState::new(config.tls);
         let session = Session {
             config,
             peer,
@@ -170,6 +177,7 @@ impl Session {
             quit_after_transfer: false,
             queued: VecDeque::new(),
             rightsize: None,
+            tls,
         };
         (session, greeting)
     }
@@ -198,6 +206,12 @@ impl Session {
             Output::Reply(Reply::trusted(500, "Input line too long.".into())),
             Output::Close,
         ]
+    }
+
+    /// Whether the control connection is protected (after `AUTH TLS`,
+    /// or implicit FTPS).
+    pub fn control_protected(&self) -> bool {
+        self.tls.control
     }
 
     /// Whether a transfer is running.

@@ -112,7 +112,11 @@ pub(super) struct Client {
 
 impl Client {
     pub(super) fn new() -> Self {
-        let (session, greeting) = Session::new(SessionConfig::default(), PEER);
+        Client::with(SessionConfig::default())
+    }
+
+    pub(super) fn with(config: SessionConfig) -> Self {
+        let (session, greeting) = Session::new(config, PEER);
         assert_eq!(codes(&[greeting]), [220]);
         Client {
             session,

@@ -33,6 +33,7 @@ use rightsize_tune::crowd::Crowded;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
+use crate::tls::Pump;
 use crate::tuning::{self, StreamTuners};
 
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
@@ -76,6 +77,10 @@ struct Running {
 
 struct Conn {
     control: TcpStream,
+    /// TLS on the control connection, once `AUTH TLS` started it (or
+    /// from the start, implicit FTPS): what is read goes in, what is
+    /// written goes through it.
+    tls: Option<Pump>,
     peer: SocketAddr,
     session: Session,
     host: BenchHost<FsHost>,
@@ -138,6 +143,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
     );
     let mut conn = Conn {
         control,
+        tls: None,
         peer,
         session,
         host,
@@ -150,6 +156,18 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         cached: Cached::None,
     };
     conn.shared.log(&format!("{peer}: connected"));
+    let implicit = conn.shared.config.tls.as_ref().filter(|t| t.implicit);
+    if let Some(tls) = implicit {
+        // Implicit FTPS: the greeting waits in TLS for the handshake.
+        match tls.tls.connection() {
+            Ok(c) => conn.tls = Some(Pump::new(c)),
+            Err(e) => {
+                conn.shared.log(&format!("{peer}: TLS: {e}"));
+                conn.close();
+                return;
+            }
+        }
+    }
     if conn.act(vec![greeting]) {
         conn.run(&inbox);
     }
@@ -215,7 +233,25 @@ impl Conn {
         }
     }
 
-    fn input(&mut self, bytes: &[u8], last_line: &mut Instant) -> bool {
+    fn input(&mut self, raw: &[u8], last_line: &mut Instant) -> bool {
+        let plain;
+        let bytes = match self.tls.as_mut() {
+            None => raw,
+            Some(pump) => match pump.input(raw, &mut self.control) {
+                Ok(p) => {
+                    plain = p;
+                    if plain.is_empty() && pump.peer_closed() {
+                        return false;
+                    }
+                    &plain[..]
+                }
+                Err(e) => {
+                    self.shared.log(&format!("{}: {e}", self.peer));
+                    return false;
+                }
+            },
+        };
+        let clear = self.tls.is_none();
         let mut rest = bytes;
         while !rest.is_empty() {
             let step = self.lines.push(rest);
@@ -238,8 +274,38 @@ impl Conn {
             if !self.act(out) {
                 return false;
             }
+            if clear && self.tls.is_some() {
+                // AUTH TLS: what follows its line is the handshake.
+                return rest.is_empty() || self.input(rest, last_line);
+            }
         }
         true
+    }
+
+    /// Writes `bytes` to the client, through TLS once it is on; false
+    /// once the connection is to be closed.
+    fn send(&mut self, bytes: &[u8]) -> bool {
+        match self.tls.as_mut() {
+            Some(pump) => pump.write_all(bytes, &mut self.control).is_ok(),
+            None => self.control.write_all(bytes).is_ok(),
+        }
+    }
+
+    /// `AUTH TLS` was accepted (its 234 sent): TLS from the next byte.
+    fn start_tls(&mut self) -> bool {
+        let Some(tls) = &self.shared.config.tls else {
+            return false;
+        };
+        match tls.tls.connection() {
+            Ok(c) => {
+                self.tls = Some(Pump::new(c));
+                true
+            }
+            Err(e) => {
+                self.shared.log(&format!("{}: TLS: {e}", self.peer));
+                false
+            }
+        }
     }
 
     /// Carries out the session's outputs in order; false once the
@@ -249,7 +315,12 @@ impl Conn {
         while let Some(output) = queue.pop_front() {
             match output {
                 Output::Reply(reply) => {
-                    if self.control.write_all(&reply.encode()).is_err() {
+                    if !self.send(&reply.encode()) {
+                        return false;
+                    }
+                }
+                Output::StartTls => {
+                    if !self.start_tls() {
                         return false;
                     }
                 }
@@ -310,7 +381,8 @@ impl Conn {
         let listing = matches!(plan.kind, TransferKind::Listing(_));
         let extended = plan.extended;
         let sends = !matches!(plan.kind, TransferKind::Store { .. });
-        let budget = self.shared.budget.as_ref();
+        let shared = Arc::clone(&self.shared);
+        let budget = shared.budget.as_ref();
         // MODE E's streams are tuned together (the same tuner, `auto` as
         // one flow); a listing is too short to tune.
         let spec = self
@@ -372,7 +444,7 @@ impl Conn {
                 ROOM_WAIT.as_millis()
             ));
         }
-        if self.control.write_all(&plan.start_reply.encode()).is_err() {
+        if !self.send(&plan.start_reply.encode()) {
             return Err(TransferOutcome::NetworkError(
                 "control connection lost".into(),
             ));
@@ -402,6 +474,13 @@ impl Conn {
             idle_timeout: self.shared.config.data_idle_timeout,
             write_size: self.shared.config.write_size,
             drain: budget.is_some(),
+            tls: self
+                .shared
+                .config
+                .tls
+                .as_ref()
+                .filter(|_| plan.private)
+                .map(|t| t.tls.clone()),
         };
         let probe_to = self
             .session
@@ -591,7 +670,7 @@ impl Conn {
             ToPeer::Size(bytes) => PeerMessage::Size(bytes.get()),
             ToPeer::Info(info) => PeerMessage::Info(info),
         };
-        self.control.write_all(&line.encode()).is_ok()
+        self.send(&line.encode())
     }
 
     /// Writes the running MODE E transfer's markers, if it still runs
@@ -601,9 +680,7 @@ impl Conn {
         if !self.session.is_transferring() || self.running.is_none() {
             return true;
         }
-        replies
-            .iter()
-            .all(|reply| self.control.write_all(&reply.encode()).is_ok())
+        replies.iter().all(|reply| self.send(&reply.encode()))
     }
 
     fn open_flow(&mut self, kind: &TransferKind) -> Result<Flow, TransferOutcome> {
@@ -710,6 +787,9 @@ impl Conn {
     }
 
     fn close(&mut self) {
+        if let Some(pump) = self.tls.as_mut() {
+            pump.close(&mut self.control);
+        }
         let _ = self.control.shutdown(Shutdown::Both);
         if let Some(running) = self.running.take() {
             running.abort.abort();

@@ -32,6 +32,7 @@ use rightsize_sys::telemetry::Finished;
 use rightsize_sys::{poll, zero_copy};
 use rightsize_tune::write_size::WriteSize;
 
+use crate::tls::{ServerTls, TlsStream};
 use crate::tuning::StreamsTuned;
 
 use crate::writes::{self, CopyError, ZEROS};
@@ -121,6 +122,9 @@ pub struct DataParams {
     /// on sending what its buffer holds, and a buffer budget that freed
     /// the connection's share would count those buffers twice.
     pub drain: bool,
+    /// `PROT P`: TLS on the data connection, this end the server side of
+    /// the handshake whichever end connected.
+    pub tls: Option<ServerTls>,
 }
 
 /// Stops a running transfer from another thread.
@@ -243,11 +247,27 @@ pub fn run(
     on_connect(&stream);
     let observer = stream.try_clone().ok();
     let started = Instant::now();
-    report.outcome = match flow {
-        Flow::Send(source) => send(stream, source, params, progress, &|| abort.is_aborted()),
-        Flow::Receive(sink) => receive(stream, sink, progress, &|| {
-            !abort.is_aborted() && client_alive()
-        }),
+    let aborted = || abort.is_aborted();
+    let may_commit = || !abort.is_aborted() && client_alive();
+    report.outcome = match (&params.tls, flow) {
+        (None, Flow::Send(source)) => send(stream, source, params, progress, &aborted),
+        (None, Flow::Receive(sink)) => receive(stream, sink, progress, &may_commit),
+        (Some(tls), flow) => match tls.accept(stream) {
+            Err(e) => TransferOutcome::DataConnectFailed(format!(
+                "TLS on the data connection (PROT P): {e}"
+            )),
+            Ok(stream) => match flow {
+                Flow::Send(source) => send_tls(stream, source, params, progress, &aborted),
+                Flow::Receive(sink) => {
+                    let mut stream = stream;
+                    let outcome = receive(&mut stream, sink, progress, &may_commit);
+                    // The client waits for this end's close_notify too
+                    // (Python's ftplib does after a store).
+                    let _ = stream.finish();
+                    outcome
+                }
+            },
+        },
     };
     report.elapsed = started.elapsed();
     report.final_tcp_info = observer
@@ -378,6 +398,46 @@ fn send(
     }
 }
 
+/// [`send`] through TLS: every source is read and written (no
+/// `sendfile`), then `close_notify` and the FIN, and the drain.
+fn send_tls(
+    mut stream: TlsStream,
+    source: Source,
+    params: &DataParams,
+    progress: &Progress,
+    aborted: &dyn Fn() -> bool,
+) -> TransferOutcome {
+    let chunk = params
+        .write_size
+        .map_or(COPY_CHUNK_BYTES, |s| s.bytes().min(COPY_CHUNK_BYTES));
+    let count = &mut |n: usize| {
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    };
+    let copied = match source {
+        Source::File(mut file) => writes::copy(&mut file, &mut stream, chunk, count),
+        Source::Part { file, length } => {
+            writes::copy(&mut file.take(length), &mut stream, chunk, count)
+        }
+        Source::Bytes(bytes) => writes::copy(&mut bytes.as_slice(), &mut stream, chunk, count),
+        Source::Zero { remaining_bytes } => {
+            writes::zeros(&mut stream, remaining_bytes, chunk, count).map_err(CopyError::Write)
+        }
+    };
+    match copied {
+        Ok(()) => {}
+        Err(CopyError::Read(e)) => return TransferOutcome::LocalError(e.to_string()),
+        Err(CopyError::Write(e)) => return TransferOutcome::NetworkError(e.to_string()),
+    }
+    if let Err(e) = stream.finish() {
+        return TransferOutcome::NetworkError(format!("TLS close: {e}"));
+    }
+    let drain = params.drain.then_some((params.idle_timeout, aborted));
+    drain_sent(stream.socket(), drain);
+    TransferOutcome::Complete {
+        bytes: progress.bytes.load(Ordering::Relaxed),
+    }
+}
+
 /// Closes the sending side (a FIN after the last byte) so the client sees
 /// the end of the file; with `drain`, then waits (at most that long, and
 /// not once the transfer is aborted) until the client has acknowledged
@@ -391,6 +451,13 @@ fn finish_send(
     if let Err(e) = stream.shutdown(Shutdown::Write) {
         return TransferOutcome::NetworkError(format!("shutdown: {e}"));
     }
+    drain_sent(&stream, drain);
+    TransferOutcome::Complete { bytes }
+}
+
+/// With `drain`, waits (at most that long, and not once the transfer is
+/// aborted) until the client has acknowledged every byte sent.
+fn drain_sent(stream: &TcpStream, drain: Option<(Duration, &dyn Fn() -> bool)>) {
     if let Some((most, aborted)) = drain {
         let until = Instant::now() + most;
         while Instant::now() < until && !aborted() {
@@ -402,7 +469,6 @@ fn finish_send(
             }
         }
     }
-    TransferOutcome::Complete { bytes }
 }
 
 /// How often a draining send looks whether the client acknowledged all.
@@ -536,7 +602,7 @@ fn send_file(stream: &TcpStream, file: &File, progress: &Progress) -> Result<(),
 /// committed only if `may_commit` still holds after the last byte (no ABOR,
 /// and the control connection still open).
 fn receive(
-    mut stream: TcpStream,
+    mut stream: impl Read,
     sink: Sink,
     progress: &Progress,
     may_commit: &dyn Fn() -> bool,
@@ -551,6 +617,12 @@ fn receive(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return TransferOutcome::NetworkError(
+                    "the TLS stream ended without its close_notify (cut short?); the upload was not kept"
+                        .into(),
+                );
+            }
             Err(e) => return TransferOutcome::NetworkError(e.to_string()),
         };
         if let Some(target) = target.as_mut()

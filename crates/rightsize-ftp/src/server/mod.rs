@@ -29,7 +29,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rightsize_ftp_proto::passwd::UserDb;
-use rightsize_ftp_proto::session::SessionConfig;
+use rightsize_ftp_proto::session::{SessionConfig, TlsPolicy};
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 use rightsize_tune::budget::{Budget, Use};
@@ -37,6 +37,8 @@ use rightsize_tune::crowd::Crowd;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::write_size::WriteSize;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
+
+use crate::tls::ServerTls;
 
 pub use data::COPY_CHUNK_BYTES;
 pub use limits::{Limits, Refused};
@@ -110,6 +112,34 @@ pub struct ServerConfig {
     pub argv: Vec<String>,
     /// No log lines on stderr.
     pub quiet: bool,
+    /// FTPS: the certificate, and how TLS is offered; `None` offers none.
+    pub tls: Option<ServerTlsConfig>,
+}
+
+/// How a server offers FTPS.
+#[derive(Debug, Clone)]
+pub struct ServerTlsConfig {
+    /// The certificate and key.
+    pub tls: ServerTls,
+    /// Implicit FTPS: every control connection is TLS from its first
+    /// byte; else explicit (`AUTH TLS`).
+    pub implicit: bool,
+    /// Explicit FTPS only: anonymous users may log in without TLS (a
+    /// password login must come after `AUTH TLS` in any case).
+    pub anonymous_in_clear: bool,
+}
+
+impl ServerTlsConfig {
+    /// The session's policy.
+    fn policy(&self) -> TlsPolicy {
+        if self.implicit {
+            TlsPolicy::Implicit
+        } else {
+            TlsPolicy::Explicit {
+                anonymous_in_clear: self.anonymous_in_clear,
+            }
+        }
+    }
 }
 
 impl ServerConfig {
@@ -135,6 +165,7 @@ impl ServerConfig {
             telemetry_interval: Duration::from_millis(100),
             argv: Vec::new(),
             quiet: false,
+            tls: None,
         }
     }
 }
@@ -312,6 +343,10 @@ impl Server {
             anonymous: config.anonymous,
             login_timeout: config.login_timeout,
             idle_timeout: config.idle_timeout,
+            tls: config
+                .tls
+                .as_ref()
+                .map_or(TlsPolicy::Off, ServerTlsConfig::policy),
             ..SessionConfig::default()
         };
         let shared = Arc::new(Shared {

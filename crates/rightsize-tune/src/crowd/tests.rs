@@ -40,14 +40,16 @@ fn nothing_is_cut_before_the_path_is_known_or_while_the_wants_fit() {
     crowd.min_rtt(a, RTT);
     assert_eq!(crowd.bdp(), Some(Bytes(2_500_000)));
     assert_eq!(crowd.limit(), Some(Bytes(3_125_000)));
-    // One connection wanting more than the bound: cut to it.
-    assert_eq!(crowd.allowance(a), Some(Bytes(3_125_000)));
-    // Two that fit: none cut.
+    // One connection alone wanting more than the bound: its tuner's call.
+    assert_eq!(crowd.allowance(a), None);
+    // Two that fit: none cut; two that do not: both.
     crowd.want(a, Bytes(MB));
     let b = crowd.join();
     crowd.want(b, Bytes(MB));
     assert_eq!(crowd.allowance(a), None);
     assert_eq!(crowd.allowance(b), None);
+    crowd.want(a, Bytes(50 * MB));
+    assert_eq!(crowd.allowance(a), Some(Bytes(3_125_000 - MB)));
     assert_eq!(crowd.allowance(99), None, "not a member");
 }
 
