@@ -276,21 +276,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = server
         .local_addr()
         .context("reading the listening address")?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "rightsize serve: serving {} on ftp://{addr}/ (anonymous: {}; benchmark source {ZERO_DIR}/SIZE, sink {NULL_DIR}/)",
+    let mut banner = format!(
+        "rightsize serve: serving {} on ftp://{addr}/ (anonymous: {}; benchmark source {ZERO_DIR}/SIZE, sink {NULL_DIR}/)\n",
         args.root.display(),
         if args.no_anonymous {
             "off"
         } else {
             "read-only"
         },
-    )?;
+    );
     if let Some(line) = tls_line {
-        writeln!(out, "{line}")?;
+        banner.push_str(&line);
+        banner.push('\n');
     }
-    out.flush()?;
+    // One write: a reader that takes the first line and goes away (a
+    // script waiting for the address) does not stop the server, whose
+    // banner is only information.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     drop(out);
     server.run()
 }

@@ -273,6 +273,11 @@ pub struct Fixture {
 impl Fixture {
     /// `bytes` pseudo-random bytes from `seed`, served and local.
     pub fn new(bytes: usize, seed: u64) -> Fixture {
+        Fixture::with(bytes, seed, &[])
+    }
+
+    /// [`Fixture::new`], the server started with `extra` flags too.
+    pub fn with(bytes: usize, seed: u64, extra: &[&str]) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(root.join("pub")).unwrap();
@@ -282,7 +287,10 @@ impl Fixture {
         std::fs::write(dir.path().join("local.bin"), &content).unwrap();
         let users = dir.path().join("users");
         add_user(&users, USER, PASSWORD, false);
-        let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+        let serve = Serve::start(
+            &root,
+            &[&["--users", users.to_str().unwrap()], extra].concat(),
+        );
         Fixture {
             dir,
             content,
