@@ -16,6 +16,7 @@ use crate::procs::{Daemon, run_timed, wait_for};
 
 pub const USAGE: &str = "\
 usage: rightsize-bench ftp [--runs N] [--mem-bytes BYTES] [--file-bytes BYTES] [--sessions N] [--smoke]
+       rightsize-bench ftp --tls [--runs N] [--file-bytes BYTES] [--smoke]
 
 Runs, in one go, as root: rightsize get vs iperf3 -R (memory to memory), rightsize get vs curl
 from vsftpd and vs globus-url-copy from globus-gridftp-server (a file from page cache to
@@ -23,7 +24,11 @@ from vsftpd and vs globus-url-copy from globus-gridftp-server (a file from page 
 with N idle sessions. Prints each run and the ratios; exits 1 if a target is missed.
 Defaults: --runs 3 --mem-bytes 4294967296 --file-bytes 2147483648 --sessions 200.
 --smoke: one short run of each (256 MiB) that checks everything works and does not judge the
-ratios (scripts/test runs it).";
+ratios (scripts/test runs it).
+--tls: FTPS instead: rightsize get --tls from rightsize serve with a certificate, curl --ssl-reqd
+from vsftpd with TLS (ssl_enable, require_ssl_reuse), and rightsize get in clear from the same
+server, alternating (a file from page cache to /dev/null); each run's rate and the CPU each end
+spent per Gbit/s. Targets: rightsize --tls >= 1.0x curl, and >= 0.5x rightsize in clear.";
 
 pub const RIGHTSIZE_PORT: u16 = 2121;
 const VSFTPD_PORT: u16 = 2122;
@@ -32,6 +37,7 @@ pub const IPERF_PORT: u16 = 5201;
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 struct Options {
+    tls: bool,
     runs: usize,
     mem_bytes: u64,
     file_bytes: u64,
@@ -42,13 +48,15 @@ struct Options {
 /// Parses the arguments after `ftp`. `--smoke` sets one run of 256 MiB;
 /// flags given explicitly win, in whatever order.
 fn parse(args: &[String]) -> anyhow::Result<Options> {
-    let given = flags::given(
+    let given = flags::given_with_switches(
         args,
         &["--runs", "--mem-bytes", "--file-bytes", "--sessions"],
+        &["--tls"],
         USAGE,
     )?;
     let smoke = given.smoke;
     let mut o = Options {
+        tls: given.switch("--tls"),
         runs: if smoke { 1 } else { 3 },
         mem_bytes: if smoke { 256 << 20 } else { 4 << 30 },
         file_bytes: if smoke { 256 << 20 } else { 2 << 30 },
@@ -79,9 +87,15 @@ fn rightsize_bin() -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+/// The median: the middle value, or the mean of the two middle ones.
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 fn gbps(bps: f64) -> String {
@@ -91,6 +105,9 @@ fn gbps(bps: f64) -> String {
 pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let o = parse(args).context(crate::flags::BadUsage)?;
     let rightsize = rightsize_bin()?;
+    if o.tls {
+        return crate::ftp_tls::run(&rightsize, o.runs, o.file_bytes, o.smoke);
+    }
     let dir = TempDir::new("rightsize-bench")?;
     let root = dir.0.join("root");
     fs::create_dir_all(&root)?;
@@ -418,10 +435,10 @@ fn vm_rss_kib(pid: u32) -> anyhow::Result<u64> {
 }
 
 /// A directory under /tmp, removed on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
-    fn new(what: &str) -> anyhow::Result<TempDir> {
+    pub(crate) fn new(what: &str) -> anyhow::Result<TempDir> {
         let path = std::env::temp_dir().join(format!("{what}-{}", std::process::id()));
         fs::create_dir_all(&path)?;
         Ok(TempDir(path))
@@ -431,5 +448,25 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn tls_is_a_switch_and_the_rest_keep_their_defaults() {
+        let o = parse(&["--tls".to_owned(), "--runs".to_owned(), "5".to_owned()]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(o.tls);
+        assert_eq!((o.runs, o.file_bytes), (5, 2 << 30));
+        assert!(!parse(&[]).unwrap_or_else(|e| panic!("{e}")).tls);
     }
 }

@@ -33,6 +33,7 @@ mod datasets;
 mod emulated;
 mod flags;
 mod ftp;
+mod ftp_tls;
 mod goals;
 mod peers;
 mod procs;
