@@ -1,5 +1,7 @@
 //! `ftp://` URLs as curl and globus-url-copy write them:
-//! `ftp://[user[:password]@]host[:port]/path`.
+//! `ftp://[user[:password]@]host[:port]/path`, and `ftps://` for implicit
+//! FTPS (RFC 4217 section 2 mentions it; curl and lftp write it so): TLS
+//! from the first byte of the control connection, default port 990.
 //!
 //! Guarantees: [`FtpUrl::parse`] never panics; it returns a URL whose user,
 //! password and path are percent-decoded bytes without CR, LF or NUL (so
@@ -30,6 +32,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub const ACCEPTED_FORM: &str = "ftp://[user[:password]@]host[:port]/path";
 /// FTP's well-known control port (RFC 959 section 3.2, IANA).
 pub const DEFAULT_FTP_PORT: u16 = 21;
+/// Implicit FTPS's well-known control port (IANA `ftps`).
+pub const DEFAULT_FTPS_PORT: u16 = 990;
 /// The user sent when the URL names none (RFC 1635).
 pub const ANONYMOUS_USER: &str = "anonymous";
 /// The password sent for anonymous logins (RFC 1635 suggests an e-mail
@@ -39,8 +43,8 @@ pub const ANONYMOUS_PASSWORD: &str = "anonymous@";
 /// Why a URL was refused; see [`UrlError`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UrlProblem {
-    /// Not `ftp://`.
-    #[error("only ftp:// URLs are accepted")]
+    /// Not `ftp://` or `ftps://`.
+    #[error("only ftp:// and ftps:// URLs are accepted")]
     Scheme,
     /// Nothing between `ftp://` and the path.
     #[error("no host after ftp://")]
@@ -135,6 +139,8 @@ pub struct FtpUrl {
     raw_user: Option<String>,
     /// Everything from the `/` after the authority, as written.
     raw_path: String,
+    /// `ftps://`: TLS from the first byte (implicit FTPS).
+    implicit_tls: bool,
 }
 
 impl fmt::Debug for FtpUrl {
@@ -146,7 +152,11 @@ impl fmt::Debug for FtpUrl {
 impl fmt::Display for FtpUrl {
     /// The URL with the password removed: `ftp://user@host:port/path`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ftp://")?;
+        f.write_str(if self.implicit_tls {
+            "ftps://"
+        } else {
+            "ftp://"
+        })?;
         if let Some(user) = &self.raw_user {
             write!(f, "{user}@")?;
         }
@@ -169,9 +179,16 @@ impl FtpUrl {
         &self.host
     }
 
-    /// The control port, 21 unless the URL says otherwise.
+    /// The control port, 21 (990 for `ftps://`) unless the URL says
+    /// otherwise.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Whether the URL is `ftps://`: the control connection is TLS from
+    /// its first byte (implicit FTPS).
+    pub fn implicit_tls(&self) -> bool {
+        self.implicit_tls
     }
 
     /// The user to log in as, decoded (`anonymous` by default).
@@ -226,7 +243,7 @@ impl FtpUrl {
 }
 
 fn parse(input: &str) -> Result<FtpUrl, UrlProblem> {
-    let rest = strip_scheme(input).ok_or(UrlProblem::Scheme)?;
+    let (rest, implicit_tls) = strip_scheme(input).ok_or(UrlProblem::Scheme)?;
     if let Some(found) = rest.chars().find(|c| *c == '?' || *c == '#') {
         return Err(UrlProblem::QueryOrFragment { found });
     }
@@ -241,7 +258,12 @@ fn parse(input: &str) -> Result<FtpUrl, UrlProblem> {
         Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
         None => (None, authority),
     };
-    let (host, port) = split_host_port(hostport)?;
+    let default_port = if implicit_tls {
+        DEFAULT_FTPS_PORT
+    } else {
+        DEFAULT_FTP_PORT
+    };
+    let (host, port) = split_host_port(hostport, default_port)?;
 
     let (raw_user, user, password) = match userinfo {
         None => (
@@ -280,22 +302,26 @@ fn parse(input: &str) -> Result<FtpUrl, UrlProblem> {
         path,
         raw_user,
         raw_path: raw_path.to_owned(),
+        implicit_tls,
     })
 }
 
-fn strip_scheme(input: &str) -> Option<&str> {
-    let scheme = input.get(..6)?;
-    scheme
-        .eq_ignore_ascii_case("ftp://")
-        .then(|| input.get(6..))
-        .flatten()
+/// What follows `ftp://` or `ftps://`, and whether it was `ftps://`.
+fn strip_scheme(input: &str) -> Option<(&str, bool)> {
+    for (scheme, tls) in [("ftp://", false), ("ftps://", true)] {
+        let head = input.get(..scheme.len());
+        if head.is_some_and(|h| h.eq_ignore_ascii_case(scheme)) {
+            return Some((input.get(scheme.len()..)?, tls));
+        }
+    }
+    None
 }
 
 fn is_anonymous(user: &[u8]) -> bool {
     user.is_empty() || user.eq_ignore_ascii_case(b"anonymous") || user.eq_ignore_ascii_case(b"ftp")
 }
 
-fn split_host_port(hostport: &str) -> Result<(Host, u16), UrlProblem> {
+fn split_host_port(hostport: &str, default_port: u16) -> Result<(Host, u16), UrlProblem> {
     let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
         let Some((literal, after)) = v6.split_once(']') else {
             return Err(bad_host(hostport));
@@ -317,7 +343,7 @@ fn split_host_port(hostport: &str) -> Result<(Host, u16), UrlProblem> {
         (parse_host_name(name)?, port)
     };
     let port = match port {
-        None | Some("") => DEFAULT_FTP_PORT,
+        None | Some("") => default_port,
         Some(p) => parse_port(p)?,
     };
     Ok((host, port))

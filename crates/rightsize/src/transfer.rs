@@ -19,8 +19,9 @@ use anyhow::Context as _;
 use clap::Args;
 use rightsize_ftp::client::{
     self, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, Direction, Options, Output, Report,
-    TelemetryFile,
+    TelemetryFile, TlsMode, TlsOptions,
 };
+use rightsize_ftp::tls::Verify;
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals::StopSignals;
 use rightsize_sys::socket::BufferRequest;
@@ -197,6 +198,78 @@ pub struct TransferArgs {
     /// Limit for each wait for a reply or for data to move.
     #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_IDLE_TIMEOUT))]
     pub timeout: Limit,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// FTPS flags of `get` and `put`.
+#[derive(Debug, Args)]
+pub struct TlsArgs {
+    /// Require explicit FTPS (RFC 4217): AUTH TLS, then PBSZ 0 and PROT P, so that the login and
+    /// every data connection are TLS; a server that refuses AUTH TLS is an error. Without --tls or
+    /// --no-tls, TLS is used when the server's FEAT lists AUTH TLS. An ftps:// URL means implicit
+    /// FTPS (TLS from the first byte, port 990 by default).
+    #[arg(long, conflicts_with = "no_tls")]
+    pub tls: bool,
+
+    /// Never use TLS, even when the server offers it (and refuse an ftps:// URL).
+    #[arg(long)]
+    pub no_tls: bool,
+
+    /// Trust the CA certificates (PEM) in FILE instead of the system's, for the URL's host name or
+    /// address.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pin_sha256", "insecure", "no_tls"])]
+    pub cacert: Option<PathBuf>,
+
+    /// Accept only the server certificate whose SHA-256 fingerprint is HEX (64 hex digits, colons
+    /// allowed, as `openssl x509 -fingerprint -sha256` and `rightsize serve` print it); its name
+    /// and issuer are not checked.
+    #[arg(long, value_name = "HEX", value_parser = parse_pin, conflicts_with_all = ["insecure", "no_tls"])]
+    pub pin_sha256: Option<[u8; 32]>,
+
+    /// Do not check the server's certificate at all (curl's -k): anyone on the path can then read
+    /// and change the transfer.
+    #[arg(short = 'k', long, conflicts_with = "no_tls")]
+    pub insecure: bool,
+}
+
+/// `--pin-sha256`.
+fn parse_pin(input: &str) -> Result<[u8; 32], String> {
+    rightsize_ftp::tls::parse_pin(input).map_err(|e| e.to_string())
+}
+
+/// What `--insecure` warns.
+pub const INSECURE_WARNING: &str = "--insecure: the server's certificate is not checked; anyone on the path can read and change the transfer";
+
+impl TlsArgs {
+    /// The library's TLS options.
+    pub fn options(&self) -> TlsOptions {
+        let mode = if self.no_tls {
+            TlsMode::Off
+        } else if self.tls {
+            TlsMode::Require
+        } else {
+            TlsMode::Auto
+        };
+        let verify = if let Some(pin) = self.pin_sha256 {
+            Verify::Pin(pin)
+        } else if let Some(file) = &self.cacert {
+            Verify::CaFile(file.clone())
+        } else if self.insecure {
+            Verify::Insecure
+        } else {
+            Verify::SystemRoots
+        };
+        TlsOptions { mode, verify }
+    }
+
+    /// The warning `--insecure` earns, said before connecting.
+    pub fn warn(&self) {
+        if self.insecure {
+            eprintln!("rightsize: warning: {INSECURE_WARNING}");
+        }
+    }
 }
 
 /// A positive duration flag, printed in its canonical form (`10s`) so its
@@ -324,6 +397,7 @@ impl TransferArgs {
             resume: self.resume,
             sync: self.sync,
             streams: self.parallel.unwrap_or(1),
+            tls: self.tls.options(),
         }
     }
 }
@@ -362,6 +436,7 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         data_on_stdout,
     );
     let options = args.common.options(&args.url);
+    args.common.tls.warn();
     // Caught, so that a download that is stopped keeps its part file.
     let signals = StopSignals::install()?;
     let result = client::get(&args.url, &output, &options, &mut console);
@@ -434,6 +509,7 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         write_size: args.write_size,
         ..args.common.options(&args.url)
     };
+    args.common.tls.warn();
     let signals = StopSignals::install()?;
     let result = client::put(&args.file, &args.url, &options, &mut console);
     drop(signals);

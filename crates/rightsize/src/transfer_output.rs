@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use rightsize_ftp::client::{Direction, Observer, Progress, Report};
+use rightsize_ftp::client::{Direction, Observer, Progress, Report, TlsReport};
 use rightsize_sys::socket::{Applied, BufferApplied};
 use rightsize_tune::tcpinfo::TcpInfoSample;
 use rightsize_tune::units::{Bytes, human_duration, human_rate};
@@ -266,6 +266,7 @@ pub fn summary_text(report: &Report) -> String {
             .collect();
         let _ = writeln!(out, "  -P auto tried {}", trials.join(", "));
     }
+    let _ = writeln!(out, "  {}", tls_text(report.tls.as_ref()));
     if report.resumed_bytes > 0 {
         let _ = writeln!(
             out,
@@ -393,6 +394,30 @@ fn buffers_text(applied: &Applied) -> String {
     }
 }
 
+/// The summary's TLS line.
+fn tls_text(tls: Option<&TlsReport>) -> String {
+    match tls {
+        None => "TLS: none (control and data in clear)".to_owned(),
+        Some(t) => format!(
+            "TLS: {}control, {} data{}",
+            if t.implicit { "implicit FTPS, " } else { "" },
+            if t.data { "private" } else { "clear" },
+            if t.resumed { " (session resumed)" } else { "" }
+        ),
+    }
+}
+
+/// The `tls` object of `--json`: all false for a transfer in clear.
+fn tls_json(tls: Option<&TlsReport>) -> Value {
+    let t = tls.copied().unwrap_or(TlsReport {
+        control: false,
+        data: false,
+        resumed: false,
+        implicit: false,
+    });
+    json!(t)
+}
+
 /// The `--json` summary (docs/telemetry.md, "get --json and put --json").
 pub fn summary_json(report: &Report) -> Value {
     let info = report.tcp_info.as_ref();
@@ -425,6 +450,7 @@ pub fn summary_json(report: &Report) -> Value {
         "min_rtt_us": info.and_then(|i| i.min_rtt_us),
         "rcv_rtt_us": info.map(|i| i.rcv_rtt_us),
         "checksum": report.checksum,
+        "tls": tls_json(report.tls.as_ref()),
         "tcp_info": info,
     })
 }

@@ -327,7 +327,7 @@ fn a_bad_url_or_size_is_a_usage_error_on_one_line() {
     assert_eq!(
         stderr_lines(&output),
         [
-            "error: invalid URL \"http://x\": only ftp:// URLs are accepted, like ftp://[user[:password]@]host[:port]/path"
+            "error: invalid URL \"http://x\": only ftp:// and ftps:// URLs are accepted, like ftp://[user[:password]@]host[:port]/path"
         ]
     );
     let output = rightsize(&["put", "f", "ftp://bob:pw@h:99999/x"]);

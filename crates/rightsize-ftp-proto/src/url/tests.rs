@@ -172,9 +172,9 @@ fn only_ftp_is_accepted_and_the_message_quotes_the_input() {
     let err = FtpUrl::parse("http://x").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid URL \"http://x\": only ftp:// URLs are accepted, like ftp://[user[:password]@]host[:port]/path"
+        "invalid URL \"http://x\": only ftp:// and ftps:// URLs are accepted, like ftp://[user[:password]@]host[:port]/path"
     );
-    for bad in ["", "ftp:/x", "ftps://x/f", "x", "ftp:"] {
+    for bad in ["", "ftp:/x", "ftps:/x/f", "sftp://x/f", "x", "ftp:"] {
         assert_eq!(problem(bad), UrlProblem::Scheme, "{bad}");
     }
 }
@@ -266,4 +266,19 @@ proptest! {
         let u = FtpUrl::parse(&format!("ftp://h/{encoded}")).unwrap();
         prop_assert_eq!(u.path(), &path[..]);
     }
+}
+
+#[test]
+fn ftps_is_implicit_tls_on_port_990() {
+    let u = url("ftps://example.org/pub/file.bin");
+    assert!(u.implicit_tls());
+    assert_eq!(u.port(), DEFAULT_FTPS_PORT);
+    assert_eq!(u.to_string(), "ftps://example.org:990/pub/file.bin");
+    let v = url("FTPS://127.0.0.1:2990/f");
+    assert!(v.implicit_tls());
+    assert_eq!(v.port(), 2990);
+    assert_eq!(v.with_path(b"g").to_string(), "ftps://127.0.0.1:2990/g");
+    let w = url("ftp://example.org/f");
+    assert!(!w.implicit_tls());
+    assert_eq!(w.port(), DEFAULT_FTP_PORT);
 }

@@ -258,7 +258,7 @@ fn done(stop: &(dyn Fn() -> bool + Sync), plan: &BenchPlan, elapsed: Duration) -
 /// planned stop ends a send cleanly and closes a receive's streams, whose
 /// negative reply is then expected.
 fn streams(
-    session: &mut Session<std::net::TcpStream>,
+    session: &mut Session<super::secure::ClientStream>,
     url: &FtpUrl,
     plan: &BenchPlan,
     options: &Options,
@@ -326,7 +326,7 @@ fn source_path(total: Option<u64>) -> Vec<u8> {
 }
 
 fn send(
-    session: &mut Session<std::net::TcpStream>,
+    session: &mut Session<super::secure::ClientStream>,
     plan: &BenchPlan,
     options: &Options,
     observer: &mut dyn Observer,
@@ -376,7 +376,7 @@ fn send(
 }
 
 fn receive(
-    session: &mut Session<std::net::TcpStream>,
+    session: &mut Session<super::secure::ClientStream>,
     plan: &BenchPlan,
     options: &Options,
     observer: &mut dyn Observer,

@@ -85,6 +85,11 @@ impl Input {
         progress.output.map(|r| r.map(Incoming::Reply))
     }
 
+    /// Whether nothing read is left to hand out.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.unread.is_empty() && self.pending.is_empty()
+    }
+
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
         self.unread.extend_from_slice(bytes);
     }
@@ -117,6 +122,12 @@ impl<S: Read + Write> Control<S> {
     /// The underlying stream.
     pub(crate) fn stream(&self) -> &S {
         &self.stream
+    }
+
+    /// Puts `stream` in place of the stream (the same connection, now
+    /// under TLS).
+    pub(crate) fn replace_stream(&mut self, stream: S) {
+        self.stream = stream;
     }
 
     /// Sends `command`.

@@ -9,6 +9,7 @@
 //! elsewhere). An active listener accepts only a connection from the
 //! control peer's address and gives up after the connect timeout.
 
+use crate::client::secure::ClientStream;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -103,7 +104,7 @@ pub(crate) fn passive_port<S: Read + Write>(
 
 /// Sets up a passive data connection and connects it.
 pub(crate) fn open_passive(
-    control: &mut Control<TcpStream>,
+    control: &mut Control<ClientStream>,
     request: &BufferRequest,
     options: &Options,
     observer: &mut dyn Observer,
@@ -129,20 +130,22 @@ pub(crate) fn open_passive(
 /// with `EPRT` (IPv6, or advertised) or `PORT`; falls back to `PORT` if an
 /// IPv4 `EPRT` is refused.
 pub(crate) fn open_active(
-    control: &mut Control<TcpStream>,
+    control: &mut Control<ClientStream>,
     features: &Features,
     request: &BufferRequest,
     observer: &mut dyn Observer,
 ) -> Result<Plan, ClientError> {
     let server = control.server();
-    let local = control
-        .stream()
-        .local_addr()
-        .map_err(|source| ClientError::ControlIo {
-            op: "getsockname".to_owned(),
-            server,
-            source,
-        })?;
+    let local =
+        control
+            .stream()
+            .socket()
+            .local_addr()
+            .map_err(|source| ClientError::ControlIo {
+                op: "getsockname".to_owned(),
+                server,
+                source,
+            })?;
     let bind = SocketAddr::new(local.ip(), 0);
     // Room for every connection MODE E's sender opens at once: with a
     // backlog of 1 the third SYN was dropped and came back a second later.
@@ -181,7 +184,7 @@ pub(crate) fn open_active(
 }
 
 fn announce(
-    control: &mut Control<TcpStream>,
+    control: &mut Control<ClientStream>,
     mode: DataMode,
     addr: SocketAddr,
     observer: &mut dyn Observer,

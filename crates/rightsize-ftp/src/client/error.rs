@@ -263,6 +263,58 @@ pub enum ClientError {
         /// The reply, on one line.
         reply: String,
     },
+    /// TLS was required (`--tls`, `ftps://`) and the server has none.
+    #[error(
+        "{server} {answer}: it offers no FTPS (explicit TLS, RFC 4217); use ftps:// if it speaks implicit FTPS, or --no-tls to transfer in clear"
+    )]
+    NoTls {
+        /// The server's address.
+        server: SocketAddr,
+        /// What it answered, quoted.
+        answer: String,
+    },
+    /// TLS could not be set up (a `--cacert` file, no system roots).
+    #[error("TLS with {server} (verifying {verify})")]
+    TlsSetup {
+        /// The server's address.
+        server: SocketAddr,
+        /// How the certificate was to be checked.
+        verify: String,
+        /// What went wrong.
+        #[source]
+        source: Box<crate::tls::TlsError>,
+    },
+    /// A TLS handshake failed: most often the certificate did not verify.
+    #[error(
+        "TLS handshake on the {channel} connection to {peer} for \"{name}\" failed (certificate checked {verify}); trust the server with --cacert FILE or --pin-sha256 HEX, skip the check with --insecure, or transfer in clear with --no-tls"
+    )]
+    TlsHandshake {
+        /// The connection's other end.
+        peer: SocketAddr,
+        /// `control` or `data`.
+        channel: &'static str,
+        /// The name the certificate was checked for.
+        name: String,
+        /// How it was checked.
+        verify: String,
+        /// What TLS said.
+        #[source]
+        source: Box<crate::tls::TlsError>,
+    },
+    /// `-P N` on a TLS session: MODE E's streams are not secured.
+    #[error("{server}: -P N over TLS is not supported; use -P 1 or --no-tls")]
+    ParallelTls {
+        /// The server's address.
+        server: SocketAddr,
+    },
+    /// `ftps://` with `--no-tls`.
+    #[error(
+        "{url} is implicit FTPS (TLS from the first byte), which --no-tls forbids; write ftp:// to transfer in clear"
+    )]
+    ImplicitWithoutTls {
+        /// The URL.
+        url: String,
+    },
     /// A MODE E transfer's streams failed.
     #[error("{server}: {verb} \"{path}\" over parallel streams failed: {why}")]
     Streams {

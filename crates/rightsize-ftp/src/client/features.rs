@@ -46,6 +46,11 @@ impl Features {
         Features { lines, gridftp }
     }
 
+    /// The feature lines, without the leading space.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().map(String::as_str)
+    }
+
     /// Whether feature `name` (`SIZE`, `EPRT`, ...) is listed, by its first
     /// word, case-insensitively.
     pub fn has(&self, name: &str) -> bool {

@@ -6,8 +6,8 @@
 //! exceed [`MAX_LISTING_BYTES`]; lines that cannot be read, and names that
 //! could leave the directory, are skipped with a warning, never followed.
 
+use crate::client::secure::ClientStream;
 use std::io::{self, Read};
-use std::net::TcpStream;
 
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::command::ListArgs;
@@ -44,7 +44,7 @@ pub(crate) fn list_command(path: &[u8], mlsd: bool) -> Result<Command, ClientErr
         })
 }
 
-impl Session<TcpStream> {
+impl Session<ClientStream> {
     /// The entries of the directory `path` (empty: the login directory).
     pub(crate) fn list_dir(
         &mut self,
@@ -83,14 +83,19 @@ impl Session<TcpStream> {
         let verb = command.verb();
         let early = self.begin(command, path, observer)?;
         let server = self.control.server();
-        let (stream, peer) = plan
+        let (socket, peer) = plan
             .pending
             .establish(server, plan.mode, options.connect_timeout)?;
-        let _ = stream.set_read_timeout(Some(options.idle_timeout));
+        let _ = socket.set_read_timeout(Some(options.idle_timeout));
+        let _ = socket.set_write_timeout(Some(options.idle_timeout));
+        let mut stream = self.secure_data(socket, peer)?;
         let mut bytes = Vec::new();
-        let read = (&stream)
+        let read = (&mut stream)
             .take(MAX_LISTING_BYTES + 1)
             .read_to_end(&mut bytes);
+        if read.is_ok() && stream.is_tls() {
+            let _ = stream.end();
+        }
         match read {
             Ok(_) if bytes.len() as u64 > MAX_LISTING_BYTES => {
                 return Err(ClientError::DataIo {

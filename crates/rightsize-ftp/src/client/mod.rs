@@ -36,6 +36,7 @@ mod local;
 mod parallel;
 mod ping;
 mod pump;
+mod secure;
 mod session;
 mod transfer;
 mod tree;
@@ -63,6 +64,7 @@ pub use listing::MAX_LISTING_BYTES;
 pub use local::{PART_SUFFIX, kept_bytes, part_path, ranges_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
+pub use secure::{TlsMode, TlsOptions, TlsReport};
 pub use transfer::{NO_SERVER_CHECKSUM, local_target};
 pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree, put_tree};
 
@@ -148,6 +150,11 @@ pub struct Options {
     /// GridFTP's MODE E over that many (`-P`); [`AUTO_STREAMS`] lets a
     /// download choose (`-P auto`).
     pub streams: u32,
+    /// FTPS (RFC 4217): when to use TLS and how to verify the server.
+    /// Default: [`TlsMode::Off`] (in clear; `rightsize get` and `put`
+    /// choose [`TlsMode::Auto`] unless told), verification against the
+    /// system's roots.
+    pub tls: TlsOptions,
 }
 
 /// [`Options::streams`] for `-P auto`: a download tries more and more
@@ -191,6 +198,7 @@ impl Default for Options {
             resume: false,
             sync: false,
             streams: 1,
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -336,6 +344,8 @@ pub struct Report {
     pub server_tcp: Option<rightsize_tune::diagnose::tcp::TcpSummary>,
     /// `-P auto`'s trials, in order (empty otherwise).
     pub stream_trials: Vec<StreamTrial>,
+    /// What TLS covered (`None`: the transfer was in clear).
+    pub tls: Option<TlsReport>,
 }
 
 /// The client end's buffers over the transfer and its tuner.

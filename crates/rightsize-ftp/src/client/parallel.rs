@@ -17,6 +17,7 @@
 //! upload's send buffers. `-P auto`
 //! ([`super::AUTO_STREAMS`]) adds streams in lanes ([`lanes`]).
 
+use crate::client::secure::ClientStream;
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -314,9 +315,12 @@ pub(super) struct Streamed {
 /// against the download's `size`.
 #[allow(clippy::type_complexity)]
 pub(super) fn retr_streams(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     path: &[u8],
-    before: &mut dyn FnMut(&mut Session<TcpStream>, &mut dyn Observer) -> Result<(), ClientError>,
+    before: &mut dyn FnMut(
+        &mut Session<ClientStream>,
+        &mut dyn Observer,
+    ) -> Result<(), ClientError>,
     (assembly, sink): (Assembly, Option<&mut dyn WriteAt>),
     (hooks, options, size): (&Hooks, &Options, Option<u64>),
     observer: &mut dyn Observer,
@@ -371,7 +375,7 @@ pub(super) fn retr_streams(
 /// What a download's streams moved, and where its end goes on.
 struct Ran {
     /// A control connection still logged in, for the checksum and `QUIT`.
-    session: Option<Session<TcpStream>>,
+    session: Option<Session<ClientStream>>,
     /// How the data connections were made, and the buffers they got.
     plan: (DataMode, socket::Applied),
     /// Streams at the end.
@@ -384,7 +388,7 @@ struct Ran {
 /// streams: `-P N`.
 #[allow(clippy::too_many_arguments)]
 fn one_retr(
-    mut session: Session<TcpStream>,
+    mut session: Session<ClientStream>,
     url: &FtpUrl,
     options: &Options,
     (size, streams): (Option<u64>, u32),
@@ -447,13 +451,13 @@ pub(super) struct Hooks {
 }
 
 impl Hooks {
-    fn new(options: &Options, session: &Session<TcpStream>, role: Role) -> Hooks {
+    fn new(options: &Options, session: &Session<ClientStream>, role: Role) -> Hooks {
         Hooks {
             tuners: StreamTuners::new(
                 &options.buffers,
                 options.tune,
                 role,
-                session.control.stream().try_clone().ok(),
+                session.control.stream().socket().try_clone().ok(),
             ),
             first: Mutex::new(None),
             moved: AtomicU64::new(0),
@@ -520,7 +524,7 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// `REST` with the ranges held (GridFTP's restart in MODE E).
 fn rest_ranges(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     held: &Ranges,
     url: &FtpUrl,
     observer: &mut dyn Observer,
@@ -540,8 +544,8 @@ fn rest_ranges(
 }
 
 /// The control connection's smoothed RTT (the data's path), or 100 ms.
-fn control_rtt(session: &Session<TcpStream>) -> std::time::Duration {
-    rightsize_sys::tcp_info::read(session.control.stream().as_fd())
+fn control_rtt(session: &Session<ClientStream>) -> std::time::Duration {
+    rightsize_sys::tcp_info::read(session.control.stream().socket().as_fd())
         .ok()
         .filter(|i| i.rtt_us > 0)
         .map_or(std::time::Duration::from_millis(100), |i| {
@@ -656,7 +660,7 @@ pub(super) struct Stored {
 /// send. Fails if the streams fail or the server refuses the `STOR`; its
 /// final reply is the caller's to judge.
 pub(super) fn stor_blocks(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     (url, path): (&FtpUrl, &[u8]),
     source: &blocks::Source,
     (size, streams): (Option<u64>, u32),
@@ -727,7 +731,7 @@ pub(super) fn stor_blocks(
 
 /// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.
 pub(super) fn extended_mode(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     streams: u32,
     observer: &mut dyn Observer,
 ) -> Result<(), ClientError> {
@@ -740,11 +744,12 @@ pub(super) fn extended_mode(
 /// `globus-url-copy -pp` sends them) gets the three in one flight, a round
 /// trip instead of three; none of them starts anything if another fails.
 fn extended_setup(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     size_of: Option<&[u8]>,
     streams: u32,
     observer: &mut dyn Observer,
 ) -> Result<Option<u64>, ClientError> {
+    session.refuse_parallel_tls()?;
     let opts = OptsOther::new(
         Token::from_bytes(b"RETR").map_err(|_| ClientError::Parallel {
             why: "the RETR options could not be written",
@@ -863,6 +868,7 @@ fn report(
         tuning: None,
         server_tcp: None,
         stream_trials: Vec::new(),
+        tls: None,
     }
 }
 

@@ -22,6 +22,7 @@ use rightsize_sys::socket::{self, BufferRequest};
 use super::control::{self, Control, arg};
 use super::error::ClientError;
 use super::features::Features;
+use super::secure::{self, ClientStream, SessionTls, TlsMode, TlsReport};
 use super::{Observer, Options, SbufReport};
 use crate::tuning::{self, EarlyProbes};
 use rightsize_tune::{Peer, Role, TunerSpec};
@@ -54,6 +55,9 @@ pub(crate) struct Session<S> {
     /// Probes towards the server's responder, started before the data
     /// connection of a download ([`Session::probe_early`]).
     pub(crate) early_probes: Option<EarlyProbes>,
+    /// The control connection's TLS, for the data connections (`None`:
+    /// in clear).
+    pub(crate) tls: Option<SessionTls>,
 }
 
 /// The size a `SIZE` reply gives (`213 N`), if it gives one.
@@ -97,14 +101,20 @@ pub(crate) fn connect(
     }
 }
 
-impl Session<TcpStream> {
-    /// Connects, reads the greeting, logs in, reads `FEAT` and sets
-    /// `TYPE I`.
+impl Session<ClientStream> {
+    /// Connects (with TLS at once for `ftps://`), reads the greeting, asks
+    /// for TLS as [`Options::tls`] says (`AUTH TLS`, `PBSZ 0`, `PROT P`),
+    /// logs in, reads `FEAT` and sets `TYPE I`.
     pub(crate) fn open(
         url: &FtpUrl,
         options: &Options,
         observer: &mut dyn Observer,
-    ) -> Result<Session<TcpStream>, ClientError> {
+    ) -> Result<Session<ClientStream>, ClientError> {
+        if url.implicit_tls() && options.tls.mode == TlsMode::Off {
+            return Err(ClientError::ImplicitWithoutTls {
+                url: url.to_string(),
+            });
+        }
         let (stream, server) = connect(url, options)?;
         let timeouts = stream
             .set_read_timeout(Some(options.idle_timeout))
@@ -115,16 +125,60 @@ impl Session<TcpStream> {
             server,
             source,
         })?;
-        Session::start(
-            Control::new(stream, server, options.idle_timeout),
-            url,
-            observer,
-        )
+        let mut tls = None;
+        let stream = if url.implicit_tls() {
+            let implicit = SessionTls::new(url, &options.tls.verify, server)?;
+            let secured = implicit.secure(stream, server, "control")?;
+            tls = Some(implicit);
+            ClientStream::Tls(Box::new(secured))
+        } else {
+            ClientStream::Plain(stream)
+        };
+        let mut control = Control::new(stream, server, options.idle_timeout);
+        let greeting = control::greeting(&mut control, observer)?;
+        if tls.is_none() {
+            tls = secure::negotiate(&mut control, &greeting, url, &options.tls, observer)?;
+        }
+        if tls.is_some() {
+            secure::protect(&mut control, observer)?;
+        }
+        let mut session = Session::logged_in(control, greeting, url, observer)?;
+        session.tls = tls;
+        Ok(session)
+    }
+
+    /// The data connection `socket` to `peer` as this session carries
+    /// data: TLS (resuming the control connection's session) or clear.
+    pub(crate) fn secure_data(
+        &self,
+        socket: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<ClientStream, ClientError> {
+        match &self.tls {
+            Some(tls) => tls.data(socket, peer),
+            None => Ok(ClientStream::Plain(socket)),
+        }
+    }
+
+    /// `-P N` cannot go over TLS: MODE E's streams would be in clear.
+    pub(crate) fn refuse_parallel_tls(&self) -> Result<(), ClientError> {
+        match self.tls {
+            Some(_) => Err(ClientError::ParallelTls {
+                server: self.control.server(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Turns the RIGHTSIZE extension on if the server offers it
     /// (docs/protocol.md); a refusal only leaves it off.
     pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
+        // In-transfer commands go on a clone of the control socket, which
+        // under TLS would be clear bytes in a TLS stream: this end tunes
+        // alone.
+        if self.tls.is_some() {
+            return Ok(());
+        }
         let offered = self
             .features
             .rightsize()
@@ -173,7 +227,7 @@ impl Session<TcpStream> {
     /// A UDP responder for the server's probes (a receiving server's
     /// tuner may want packet trains), answering only the server's address.
     fn bind_responder(&mut self) -> Option<NonZeroU16> {
-        let local = self.control.stream().local_addr().ok()?;
+        let local = self.control.stream().socket().local_addr().ok()?;
         let server = self.control.server().ip();
         let responder = Responder::bind(SocketAddr::new(local.ip(), 0), server).ok()?;
         let port = NonZeroU16::new(responder.port());
@@ -184,12 +238,23 @@ impl Session<TcpStream> {
 
 impl<S: Read + Write> Session<S> {
     /// The sequence after connecting: greeting, login, `FEAT`, `TYPE I`.
+    #[cfg(test)]
     pub(crate) fn start(
         mut control: Control<S>,
         url: &FtpUrl,
         observer: &mut dyn Observer,
     ) -> Result<Session<S>, ClientError> {
         let greeting = control::greeting(&mut control, observer)?;
+        Session::logged_in(control, greeting, url, observer)
+    }
+
+    /// The sequence after the greeting (and TLS): login, `FEAT`, `TYPE I`.
+    pub(crate) fn logged_in(
+        mut control: Control<S>,
+        greeting: Reply,
+        url: &FtpUrl,
+        observer: &mut dyn Observer,
+    ) -> Result<Session<S>, ClientError> {
         control::login(&mut control, url.user(), url.password(), observer)?;
         let feat = control.command(&Command::Feat, observer)?;
         let features = Features::new(&greeting, Some(&feat));
@@ -204,6 +269,18 @@ impl<S: Read + Write> Session<S> {
             server_probe_port: None,
             responder: None,
             early_probes: None,
+            tls: None,
+        })
+    }
+
+    /// What TLS covered, with `data` the transfer's data connection
+    /// (`None` in clear).
+    pub(crate) fn tls_report(&self, data: &ClientStream) -> Option<TlsReport> {
+        self.tls.as_ref().map(|tls| TlsReport {
+            control: true,
+            data: data.is_tls(),
+            resumed: data.resumed(),
+            implicit: tls.implicit,
         })
     }
 

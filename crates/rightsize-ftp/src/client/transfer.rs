@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,7 @@ use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::{Sink, read_into};
 use super::pump::{self, Exchange, Pump};
+use super::secure::{ClientStream, TlsReport};
 use super::session::Session;
 use super::{
     ChecksumReport, Direction, Observer, Options, Output, Progress, Report, TelemetryFile,
@@ -81,7 +82,7 @@ pub(crate) fn get(
 /// the next file. `known_size` (from a listing) saves the `SIZE` round
 /// trip. The report's `url` is left for the caller to fill in.
 pub(crate) fn get_file(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     path: &[u8],
     mut sink: Sink,
     known_size: Option<u64>,
@@ -124,6 +125,11 @@ pub(crate) fn get_file(
         let piece = &chunk[..n];
         sink.write_all(piece)?;
         data.passed(piece, &mut checksum, remaining, observer);
+    }
+    // TLS: our close_notify answers the server's (the bytes are all
+    // here; a failure to say goodbye does not undo them).
+    if data.stream.is_tls() {
+        let _ = data.stream.end();
     }
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(session, observer)?;
@@ -219,7 +225,7 @@ pub(crate) fn put(
 /// a session already open, and leaves the session open for the next file.
 /// The report's `url` is left for the caller to fill in.
 pub(crate) fn put_file(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     local: &Path,
     (mut file, size): (File, u64),
     path: &[u8],
@@ -379,7 +385,7 @@ pub(crate) fn remote_path(url: &FtpUrl, local: &Path) -> Vec<u8> {
 
 /// Reads until the peer closes or the read timeout passes; what arrives is
 /// not data (the server has nothing to send on an upload).
-fn drain(stream: &mut TcpStream) {
+fn drain(stream: &mut ClientStream) {
     let mut scratch = [0u8; 4096];
     loop {
         match stream.read(&mut scratch) {
@@ -440,7 +446,8 @@ fn unverified_report() -> ChecksumReport {
 /// An open data connection of a `RETR` or `STOR`, and its monitor.
 #[derive(Debug)]
 pub(crate) struct DataConn {
-    pub(crate) stream: TcpStream,
+    /// The data connection, clear or TLS.
+    pub(crate) stream: ClientStream,
     peer: SocketAddr,
     mode: DataMode,
     request: BufferRequest,
@@ -482,6 +489,7 @@ pub(crate) struct DataDone {
     tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
     tuning: Option<TuningReport>,
     write_size: Option<WriteSize>,
+    tls: Option<TlsReport>,
 }
 
 impl DataDone {
@@ -510,6 +518,7 @@ impl DataDone {
             tuning: self.tuning,
             server_tcp: self.server_tcp,
             stream_trials: Vec::new(),
+            tls: self.tls,
         }
     }
 }
@@ -519,7 +528,7 @@ impl DataDone {
 /// it: the tuner (`--tune`), with its settings before the handshake, and
 /// the telemetry file.
 pub(crate) fn open_data(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     command: &Command,
     path: &[u8],
     role: Role,
@@ -551,28 +560,29 @@ pub(crate) fn open_data(
     let verb = command.verb();
     let early_completion = session.begin(command, path, observer)?;
     let server = session.control.server();
-    let (stream, peer) = plan
+    let (socket, peer) = plan
         .pending
         .establish(server, plan.mode, options.connect_timeout)?;
-    let timeouts = stream
+    let timeouts = socket
         .set_read_timeout(Some(options.idle_timeout))
-        .and_then(|()| stream.set_write_timeout(Some(options.idle_timeout)));
+        .and_then(|()| socket.set_write_timeout(Some(options.idle_timeout)));
     timeouts.map_err(|source| ClientError::DataIo {
         op: "set the timeouts",
         peer,
         source,
     })?;
+    let stream = session.secure_data(socket, peer)?;
     let telemetry = match &options.telemetry {
         Some(file) => Some(open_telemetry(
             file,
-            &stream,
+            stream.socket(),
             role,
             tuner.as_deref(),
             options.write_size,
         )?),
         None => None,
     };
-    let control = session.control.stream();
+    let control = session.control.stream().socket();
     let exchange =
         (session.rightsize && options.tune.is_some()).then(|| Arc::new(Exchange::default()));
     let to_peer = match &exchange {
@@ -590,7 +600,7 @@ pub(crate) fn open_data(
         to_peer,
     });
     let bytes = Arc::new(AtomicU64::new(0));
-    let monitor = Monitor::start(&stream, Arc::clone(&bytes), telemetry, tuning)?;
+    let monitor = Monitor::start(stream.socket(), Arc::clone(&bytes), telemetry, tuning)?;
     let probe_to = session
         .server_probe_port
         .filter(|_| role == Role::Receiver)
@@ -613,7 +623,7 @@ pub(crate) fn open_data(
     };
     let pump = match (&exchange, monitor.inbox()) {
         (Some(exchange), Some(inbox)) => {
-            let reader = control_clone(session.control.stream(), server)?;
+            let reader = control_clone(session.control.stream().socket(), server)?;
             let input = std::mem::take(session.control.input());
             let pump =
                 Pump::start(reader, input, inbox, Arc::clone(exchange)).map_err(|source| {
@@ -714,7 +724,7 @@ impl DataConn {
             elapsed: self.started.elapsed(),
             expected_bytes,
             server_info: self.exchange.as_ref().and_then(|e| e.last_info()),
-            socket: &self.stream,
+            socket: self.stream.socket(),
         });
     }
 
@@ -739,7 +749,7 @@ impl DataConn {
     /// acknowledged, so the elapsed time and the final TCP_INFO cover the
     /// whole transfer.
     pub(crate) fn end_upload(&mut self, options: &Options) -> Result<(), ClientError> {
-        if let Err(e) = self.stream.shutdown(Shutdown::Write) {
+        if let Err(e) = self.stream.end() {
             return Err(self.io_error("shutdown", e, options));
         }
         drain(&mut self.stream);
@@ -788,7 +798,8 @@ impl DataConn {
         observer: &mut dyn Observer,
         stopped_early: bool,
     ) -> Result<DataDone, ClientError> {
-        let tcp_info = rightsize_sys::tcp_info::read(self.stream.as_fd()).ok();
+        let tcp_info = rightsize_sys::tcp_info::read(self.stream.socket().as_fd()).ok();
+        let tls = session.tls_report(&self.stream);
         drop(self.prober);
         // The monitor first: after it, nothing more is sent in-transfer.
         let finished = self.monitor.finish().ok();
@@ -854,6 +865,7 @@ impl DataConn {
             tcp_info,
             tuning,
             write_size: self.write_size,
+            tls,
         })
     }
 }

@@ -21,8 +21,8 @@
 //! with `REST` (in stream mode: MODE E's blocks have no prefix to resume
 //! after). A top directory that cannot be listed is the transfer's error.
 
+use crate::client::secure::ClientStream;
 use std::fs::File;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -329,7 +329,7 @@ fn run_job(url: &FtpUrl, work: &Work, options: &Options, connection: u32, tx: &S
         connection,
         file_bytes: 0,
     };
-    let mut session: Option<Session<TcpStream>> = None;
+    let mut session: Option<Session<ClientStream>> = None;
     // Whether this server takes MODE E, once asked.
     let mut extended: Option<bool> = None;
     // Files the pipeline left for the stream mode (part files to resume).
@@ -443,8 +443,13 @@ fn open_session(
     options: &Options,
     extended: &mut Option<bool>,
     forward: &mut Forward<'_>,
-) -> Result<Session<TcpStream>, ClientError> {
+) -> Result<Session<ClientStream>, ClientError> {
     let mut session = Session::open(url, options, forward)?;
+    // MODE E's streams are not secured: a TLS session moves each file
+    // over one TLS data connection.
+    if session.tls.is_some() {
+        *extended = Some(false);
+    }
     if extended.is_none_or(|on| on) {
         let asked = parallel::extended_mode(&mut session, options.streams.max(1), forward);
         match asked {
@@ -467,7 +472,7 @@ fn open_session(
 /// `CKSM` is taken at the size (said once, when the session opens); a
 /// refusal or a local file that cannot be read means not the same.
 fn same_there(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     job: &FileJob,
     forward: &mut Forward<'_>,
 ) -> Result<bool, ClientError> {
@@ -481,7 +486,7 @@ fn same_there(
 
 /// Sends `CKSM` of `path` (its reply is read later: a pipeline's).
 fn session_cksm(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     algorithm: Algorithm,
     path: &[u8],
     forward: &mut Forward<'_>,
@@ -493,7 +498,7 @@ fn session_cksm(
 /// Whether the `CKSM` `reply` for `job`'s remote file is the checksum of
 /// its local file (one that cannot be read is not the same).
 fn matches_local(
-    session: &Session<TcpStream>,
+    session: &Session<ClientStream>,
     algorithm: Algorithm,
     job: &FileJob,
     reply: &rightsize_ftp_proto::Reply,
@@ -515,7 +520,7 @@ const SYNC_BY_SIZE: &str =
     "--sync: the server offers no checksum (CKSM): files of the same size count as the same";
 
 fn fetch(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     job: &FileJob,
     options: &Options,
     forward: &mut Forward<'_>,
@@ -527,7 +532,7 @@ fn fetch(
 /// Sends `command` (a `RETR` or `STOR` of `path`), and with `algorithm`
 /// the `CKSM` of `path` after it: a pipeline's pair.
 fn ask(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     command: Command,
     path: &[u8],
     algorithm: Option<rightsize_ftp_proto::checksum::Algorithm>,

@@ -10,7 +10,7 @@
 //! counts what came. A receive closes its streams, so the server's
 //! negative reply is expected and handed back, not an error.
 
-use std::net::TcpStream;
+use crate::client::secure::ClientStream;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -32,7 +32,7 @@ use crate::client::{Direction, Observer, Options, Report};
 /// `streams` streams: `size` bytes, or until `enough`. The report, and the
 /// server's final reply.
 pub(in crate::client) fn send(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     (url, path): (&FtpUrl, &[u8]),
     (size, streams): (Option<u64>, u32),
     options: &Options,
@@ -68,7 +68,7 @@ pub(in crate::client) fn send(
 /// over `streams` streams into nothing, until they are all in or
 /// `enough`. The report, and the server's final reply.
 pub(in crate::client) fn receive(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     (url, path): (&FtpUrl, &[u8]),
     (size, streams): (u64, u32),
     options: &Options,

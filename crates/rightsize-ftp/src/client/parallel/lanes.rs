@@ -27,7 +27,7 @@
 //! a lane that fails ends the download once the others end, with its
 //! error (what arrived is the caller's `got`, recorded for `-C`).
 
-use std::net::TcpStream;
+use crate::client::secure::ClientStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -167,7 +167,7 @@ fn show(rx: &mpsc::Receiver<(bool, String)>, observer: &mut dyn Observer) {
 /// A lane's end: its control connection if still logged in (a lane closed
 /// with its part whole has none), and how its data connections were made.
 struct Ended {
-    session: Option<Session<TcpStream>>,
+    session: Option<Session<ClientStream>>,
     plan: (data::DataMode, rightsize_sys::socket::Applied),
 }
 
@@ -176,7 +176,7 @@ struct Ended {
 /// streams asked for).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
-    session: Session<TcpStream>,
+    session: Session<ClientStream>,
     url: &FtpUrl,
     options: &Options,
     size: u64,
@@ -198,7 +198,7 @@ pub(super) fn run(
     let mut chooser = Chooser::new();
     let (ended, wanted) = std::thread::scope(|scope| {
         let mut lanes = Vec::new();
-        let spawn = |lanes: &mut Vec<_>, session: Option<Session<TcpStream>>, part: Part| {
+        let spawn = |lanes: &mut Vec<_>, session: Option<Session<ClientStream>>, part: Part| {
             let part = Arc::new(part);
             let relay = Relay {
                 lane: lanes.len(),
@@ -360,7 +360,7 @@ pub(super) fn run(
 /// part lacks; done at its `226`, or once its part is whole.
 fn lane(
     shared: &Shared<'_, '_>,
-    session: Option<Session<TcpStream>>,
+    session: Option<Session<ClientStream>>,
     part: &Part,
     mut relay: Relay,
 ) -> Result<Ended, ClientError> {

@@ -20,6 +20,7 @@
 //! the front of the queue, and the caller closes the control connection.
 //! A file that fails keeps no part file (blocks arrive in any order).
 
+use crate::client::secure::ClientStream;
 use std::collections::VecDeque;
 use std::net::TcpStream;
 use std::os::fd::AsFd;
@@ -86,7 +87,7 @@ enum Next {
 /// (`Ok`) or the pipeline broke (`Err`: the caller drops the session).
 /// Files with a part file to resume go to `later`, for the stream mode.
 pub(super) fn run(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     work: &Work,
     options: &Options,
     later: &mut Vec<FileJob>,
@@ -251,7 +252,7 @@ impl WriteAt for Listing {
 /// go to `work`.
 #[allow(clippy::too_many_arguments)]
 fn receive_list(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     listener: &std::net::TcpListener,
     kept: &mut Vec<TcpStream>,
     dir: &Dir,
@@ -296,7 +297,7 @@ fn receive_list(
 /// `sink`; the connections that stay open go back to `kept`. Returns the
 /// bytes moved.
 fn receive_blocks(
-    session: &Session<TcpStream>,
+    session: &Session<ClientStream>,
     listener: &std::net::TcpListener,
     kept: &mut Vec<TcpStream>,
     size: Option<u64>,
@@ -348,7 +349,7 @@ fn receive_blocks(
 
 /// Reads the front file: its reply, its blocks, its `226` and checksum.
 fn receive_file(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     listener: &std::net::TcpListener,
     kept: &mut Vec<TcpStream>,
     (job, mut part, checksum): (FileJob, PartFile, Option<Checksum>),

@@ -16,6 +16,7 @@
 //! (stream mode only) a file the server holds whole (`SIZE`) is skipped
 //! and one it holds in part is finished after `REST`.
 
+use crate::client::secure::ClientStream;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::net::{SocketAddr, TcpStream};
@@ -215,7 +216,7 @@ fn run_job(
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front()
     };
-    let mut session: Option<Session<TcpStream>> = None;
+    let mut session: Option<Session<ClientStream>> = None;
     // MODE E is tried unless resuming or syncing (which need SIZE, REST
     // and CKSM per file).
     let mut extended = if options.resume || options.sync {
@@ -277,7 +278,7 @@ fn run_job(
 /// `CKSM`). A file of the same size that `sync` finds different goes
 /// again whole.
 fn send_file(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     job: &FileJob,
     options: &Options,
     forward: &mut Forward<'_>,
@@ -308,7 +309,7 @@ struct Asked {
 /// left (`Ok`) or a data connection failed (`Err`; the files asked for go
 /// back to the queue).
 fn push(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     queue: &Mutex<VecDeque<FileJob>>,
     options: &Options,
     forward: &mut Forward<'_>,
@@ -391,7 +392,7 @@ fn push(
 /// The front file: its `150`, then its blocks over `streams` (kept open),
 /// its `226` and checksum. `Ok(false)` when the data connections failed.
 fn store(
-    session: &mut Session<TcpStream>,
+    session: &mut Session<ClientStream>,
     streams: &mut Vec<TcpStream>,
     asked: Asked,
     forward: &mut Forward<'_>,

@@ -1,0 +1,337 @@
+//! FTPS on the client (RFC 4217): when to ask for TLS, the control
+//! connection's upgrade (`AUTH TLS`, then `PBSZ 0` and `PROT P`), and the
+//! streams that carry either clear bytes or TLS over the same socket.
+//!
+//! Guarantees:
+//! - TLS is never dropped once asked for: with [`TlsMode::Require`] or an
+//!   `ftps://` URL, a server without TLS is an error quoting its reply;
+//!   with [`TlsMode::Auto`], a server whose `FEAT` lists `AUTH TLS` is
+//!   upgraded, and a certificate that fails verification is an error that
+//!   names the flags that decide (never a silent fall back to clear).
+//! - Every data connection of a TLS session is TLS (`PROT P`) and is made
+//!   with the control connection's [`ClientTls`], so it resumes its
+//!   session (vsftpd's `require_ssl_reuse`).
+//! - The tuners, telemetry and `TCP_INFO` see the TCP socket under TLS
+//!   ([`ClientStream::socket`]).
+//! - A TLS data stream is ended with `close_notify` both ways; one cut
+//!   without it is an error, so a truncated download is never committed.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+
+use rightsize_ftp_proto::Command;
+use rightsize_ftp_proto::command::ProtectionLevel;
+use rightsize_ftp_proto::url::{FtpUrl, Host};
+use serde::Serialize;
+
+use super::Observer;
+use super::control::Control;
+use super::error::ClientError;
+use super::features::Features;
+use crate::tls::{ClientTls, TlsError, TlsStream, Verify};
+
+/// Whether to use TLS (explicit FTPS); an `ftps://` URL always does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// Upgrade when the server's `FEAT` (asked before login) lists
+    /// `AUTH TLS`; otherwise in clear (`rightsize get` and `put` without
+    /// `--tls` or `--no-tls`).
+    Auto,
+    /// `AUTH TLS` or fail (`--tls`).
+    Require,
+    /// Never (`--no-tls`, and the library's default, so that `rightsize
+    /// test` measures TCP alone); an `ftps://` URL is then refused.
+    #[default]
+    Off,
+}
+
+/// How a transfer uses TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// When to use it.
+    pub mode: TlsMode,
+    /// How the server's certificate is checked (default: the system's
+    /// roots, for the URL's host).
+    pub verify: Verify,
+}
+
+impl Default for TlsOptions {
+    fn default() -> TlsOptions {
+        TlsOptions {
+            mode: TlsMode::default(),
+            verify: Verify::SystemRoots,
+        }
+    }
+}
+
+/// What TLS covered in a transfer (the `tls` object of `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TlsReport {
+    /// The control connection was TLS.
+    pub control: bool,
+    /// The data connection was TLS (`PROT P`).
+    pub data: bool,
+    /// The data connection resumed the control connection's TLS session.
+    pub resumed: bool,
+    /// Implicit FTPS (`ftps://`): TLS from the first byte.
+    pub implicit: bool,
+}
+
+/// A connection's bytes: clear, or TLS over the same socket.
+#[derive(Debug)]
+pub(crate) enum ClientStream {
+    /// No TLS.
+    Plain(TcpStream),
+    /// TLS, its handshake done.
+    Tls(Box<TlsStream>),
+}
+
+impl ClientStream {
+    /// The TCP socket (for `TCP_INFO`, buffers, addresses).
+    pub(crate) fn socket(&self) -> &TcpStream {
+        match self {
+            ClientStream::Plain(s) => s,
+            ClientStream::Tls(t) => t.socket(),
+        }
+    }
+
+    /// Whether the bytes go through TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        matches!(self, ClientStream::Tls(_))
+    }
+
+    /// Whether this connection resumed an earlier TLS session.
+    pub(crate) fn resumed(&self) -> bool {
+        match self {
+            ClientStream::Plain(_) => false,
+            ClientStream::Tls(t) => t.resumed(),
+        }
+    }
+
+    /// Ends what this end sends: `close_notify` (TLS), then the FIN.
+    pub(crate) fn end(&mut self) -> io::Result<()> {
+        match self {
+            ClientStream::Plain(s) => s.shutdown(Shutdown::Write),
+            ClientStream::Tls(t) => t.finish(),
+        }
+    }
+}
+
+impl Read for ClientStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ClientStream::Plain(s) => s.read(buf),
+            ClientStream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for ClientStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            ClientStream::Plain(s) => s.write(buf),
+            ClientStream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            ClientStream::Plain(s) => s.flush(),
+            ClientStream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// A session's TLS: its client (verification and session cache) and the
+/// name certificates are checked for, kept for the data connections.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionTls {
+    client: ClientTls,
+    host: String,
+    verify: Verify,
+    /// `ftps://`.
+    pub(crate) implicit: bool,
+}
+
+/// The name a certificate must carry for `host` (an address without
+/// brackets).
+pub(crate) fn tls_name(host: &Host) -> String {
+    match host {
+        Host::Name(name) => name.clone(),
+        Host::Ipv4(ip) => ip.to_string(),
+        Host::Ipv6(ip) => ip.to_string(),
+    }
+}
+
+/// What `verify` checks, for messages.
+pub(crate) fn describe(verify: &Verify) -> String {
+    match verify {
+        Verify::SystemRoots => "against the system's root certificates".to_owned(),
+        Verify::CaFile(path) => format!("against --cacert \"{}\"", path.display()),
+        Verify::Pin(pin) => {
+            let hex: Vec<String> = pin.iter().map(|b| format!("{b:02X}")).collect();
+            format!("against --pin-sha256 {}", hex.join(":"))
+        }
+        Verify::Insecure => "not verified (--insecure)".to_owned(),
+    }
+}
+
+impl SessionTls {
+    /// The TLS of a session with `url`'s server.
+    pub(crate) fn new(
+        url: &FtpUrl,
+        verify: &Verify,
+        server: SocketAddr,
+    ) -> Result<SessionTls, ClientError> {
+        let client = ClientTls::new(verify).map_err(|source| ClientError::TlsSetup {
+            server,
+            verify: describe(verify),
+            source: Box::new(source),
+        })?;
+        Ok(SessionTls {
+            client,
+            host: tls_name(url.host()),
+            verify: verify.clone(),
+            implicit: url.implicit_tls(),
+        })
+    }
+
+    /// Runs the TLS handshake on `stream` (the `channel` connection to
+    /// `peer`), within the socket's timeouts.
+    pub(crate) fn secure(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        channel: &'static str,
+    ) -> Result<TlsStream, ClientError> {
+        self.client
+            .connect(&self.host, stream)
+            .map_err(|source| self.handshake_error(peer, channel, source))
+    }
+
+    /// A data connection of this session: TLS, resuming the session.
+    pub(crate) fn data(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<ClientStream, ClientError> {
+        Ok(ClientStream::Tls(Box::new(
+            self.secure(stream, peer, "data")?,
+        )))
+    }
+
+    fn handshake_error(
+        &self,
+        peer: SocketAddr,
+        channel: &'static str,
+        source: TlsError,
+    ) -> ClientError {
+        ClientError::TlsHandshake {
+            peer,
+            channel,
+            name: self.host.clone(),
+            verify: describe(&self.verify),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// Whether an `AUTH` line of `FEAT` offers TLS (`AUTH TLS`, or a list
+/// such as `AUTH TLS;TLS-C;SSL`).
+pub(crate) fn offers_tls(features: &Features) -> bool {
+    features.lines().any(|line| {
+        let mut words = line.split_whitespace();
+        words.next().is_some_and(|w| w.eq_ignore_ascii_case("AUTH"))
+            && words
+                .flat_map(|w| w.split([';', ',']))
+                .any(|m| m.eq_ignore_ascii_case("TLS") || m.eq_ignore_ascii_case("TLS-C"))
+    })
+}
+
+/// After the greeting on a clear control connection: asks for TLS as
+/// `mode` says (`FEAT` first when [`TlsMode::Auto`]) and, when the server
+/// takes `AUTH TLS`, upgrades the connection. Returns the session's TLS,
+/// or `None` to go on in clear.
+pub(crate) fn negotiate(
+    control: &mut Control<ClientStream>,
+    greeting: &rightsize_ftp_proto::Reply,
+    url: &FtpUrl,
+    options: &TlsOptions,
+    observer: &mut dyn Observer,
+) -> Result<Option<SessionTls>, ClientError> {
+    match options.mode {
+        TlsMode::Off => return Ok(None),
+        TlsMode::Require => {}
+        TlsMode::Auto => {
+            let feat = control.command(&Command::Feat, observer)?;
+            let features = Features::new(greeting, Some(&feat));
+            if !offers_tls(&features) {
+                return Ok(None);
+            }
+        }
+    }
+    let server = control.server();
+    let auth = Command::Auth(rightsize_ftp_proto::Token::new("TLS").map_err(|source| {
+        ClientError::Argument {
+            what: "AUTH mechanism",
+            source,
+        }
+    })?);
+    let reply = control.command(&auth, observer)?;
+    if reply.code() != 234 {
+        if options.mode == TlsMode::Auto {
+            observer.warning(&format!(
+                "the server lists AUTH TLS in FEAT but answered AUTH TLS with \"{reply}\"; going on in clear (--tls requires TLS)"
+            ));
+            return Ok(None);
+        }
+        return Err(ClientError::NoTls {
+            server,
+            answer: format!("answered AUTH TLS with \"{reply}\""),
+        });
+    }
+    let tls = SessionTls::new(url, &options.verify, server)?;
+    control.secure(&tls)?;
+    Ok(Some(tls))
+}
+
+/// `PBSZ 0` and `PROT P` (RFC 4217 8, 9): every data connection private.
+pub(crate) fn protect(
+    control: &mut Control<ClientStream>,
+    observer: &mut dyn Observer,
+) -> Result<(), ClientError> {
+    control.expect_completion(&Command::Pbsz(0), observer)?;
+    control.expect_completion(&Command::Prot(ProtectionLevel::Private), observer)?;
+    Ok(())
+}
+
+impl Control<ClientStream> {
+    /// Runs the TLS handshake on the control connection after `234`.
+    pub(crate) fn secure(&mut self, tls: &SessionTls) -> Result<(), ClientError> {
+        let server = self.server();
+        if !self.input().is_drained() {
+            return Err(ClientError::Unexpected {
+                server,
+                command: "AUTH TLS".to_owned(),
+                reply: "234".to_owned(),
+                problem: "the server sent more before the TLS handshake".to_owned(),
+            });
+        }
+        let ClientStream::Plain(socket) = self.stream() else {
+            return Ok(());
+        };
+        let dup = socket
+            .try_clone()
+            .map_err(|source| ClientError::ControlIo {
+                op: "dup the control socket".to_owned(),
+                server,
+                source,
+            })?;
+        let secured = tls.secure(dup, server, "control")?;
+        self.replace_stream(ClientStream::Tls(Box::new(secured)));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
