@@ -457,7 +457,7 @@ fn finish_send(
 
 /// With `drain`, waits (at most that long, and not once the transfer is
 /// aborted) until the client has acknowledged every byte sent.
-fn drain_sent(stream: &TcpStream, drain: Option<(Duration, &dyn Fn() -> bool)>) {
+pub(super) fn drain_sent(stream: &TcpStream, drain: Option<(Duration, &dyn Fn() -> bool)>) {
     if let Some((most, aborted)) = drain {
         let until = Instant::now() + most;
         while Instant::now() < until && !aborted() {

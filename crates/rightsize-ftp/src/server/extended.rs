@@ -142,6 +142,16 @@ pub fn run(
     abort.watch(first);
     on_connect(first);
     let observer = first.try_clone().ok();
+    // Under a buffer budget every stream is counted until the client has
+    // acknowledged its last byte, as a stream-mode send is.
+    let draining: Vec<TcpStream> = if params.drain {
+        connections
+            .iter()
+            .filter_map(|c| c.try_clone().ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let started = Instant::now();
     let mut done = already;
     done.add(0, start);
@@ -153,6 +163,10 @@ pub fn run(
         (&|| abort.is_aborted(), &|| false),
         keep,
     );
+    for stream in &draining {
+        super::data::drain_sent(stream, Some((params.idle_timeout, &|| abort.is_aborted())));
+    }
+    drop(draining);
     finish(&mut report, observer, started.elapsed());
     report.streams = tuners.finish();
     report.outcome = match result {
