@@ -464,7 +464,8 @@ mod tests {
 
     #[test]
     fn tls_is_a_switch_and_the_rest_keep_their_defaults() {
-        let o = parse(&["--tls".to_owned(), "--runs".to_owned(), "5".to_owned()]).unwrap_or_else(|e| panic!("{e}"));
+        let o = parse(&["--tls".to_owned(), "--runs".to_owned(), "5".to_owned()])
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(o.tls);
         assert_eq!((o.runs, o.file_bytes), (5, 2 << 30));
         assert!(!parse(&[]).unwrap_or_else(|e| panic!("{e}")).tls);

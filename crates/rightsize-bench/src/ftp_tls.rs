@@ -66,7 +66,9 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
     write_file(&root.join("big.bin"), file_bytes)?;
     let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
     let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
         .args(["-subj", &format!("/CN={LEFT_ADDR}")])
         .arg("-keyout")
         .arg(&key)
@@ -131,16 +133,11 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
                 &server_pids[0],
                 rightsize_get(rightsize, &path, &url_rs, &["--tls", "--pin-sha256", &pin]),
             ),
-            (
-                "curl --ssl-reqd from vsftpd",
-                &mut curl,
-                &server_pids[1],
-                {
-                    let mut c = path.right.command("curl");
-                    c.args(["-sS", "--ssl-reqd", "-k", "-o", "/dev/null", &url_vs]);
-                    c
-                },
-            ),
+            ("curl --ssl-reqd from vsftpd", &mut curl, &server_pids[1], {
+                let mut c = path.right.command("curl");
+                c.args(["-sS", "--ssl-reqd", "-k", "-o", "/dev/null", &url_vs]);
+                c
+            }),
             (
                 "rightsize get (clear)",
                 &mut clear,
@@ -153,7 +150,10 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
             let (client1, server1) = (cpu_seconds("self")?, cpu_seconds(server)?);
             let bps = file_bytes as f64 * 8.0 / elapsed.as_secs_f64();
             let gbps = bps / 1e9;
-            let (c, s) = ((client1 - client0) / elapsed.as_secs_f64() / gbps, (server1 - server0) / elapsed.as_secs_f64() / gbps);
+            let (c, s) = (
+                (client1 - client0) / elapsed.as_secs_f64() / gbps,
+                (server1 - server0) / elapsed.as_secs_f64() / gbps,
+            );
             println!(
                 "  run {run}: {name}: {:.2} Gbit/s ({:.2} s); CPU per Gbit/s: client {c:.3}, server {s:.3} cores",
                 gbps,
@@ -174,9 +174,21 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
         )
     };
     println!("medians:");
-    println!("  rightsize get --tls: {:.2} Gbit/s ({})", t / 1e9, cpu(&tls));
-    println!("  curl --ssl-reqd from vsftpd: {:.2} Gbit/s ({})", c / 1e9, cpu(&curl));
-    println!("  rightsize get in clear: {:.2} Gbit/s ({})", p / 1e9, cpu(&clear));
+    println!(
+        "  rightsize get --tls: {:.2} Gbit/s ({})",
+        t / 1e9,
+        cpu(&tls)
+    );
+    println!(
+        "  curl --ssl-reqd from vsftpd: {:.2} Gbit/s ({})",
+        c / 1e9,
+        cpu(&curl)
+    );
+    println!(
+        "  rightsize get in clear: {:.2} Gbit/s ({})",
+        p / 1e9,
+        cpu(&clear)
+    );
     let (vs_curl, vs_clear) = (t / c, t / p);
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
     println!(
