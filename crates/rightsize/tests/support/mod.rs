@@ -26,7 +26,7 @@ const PORT_BASE: u16 = 20_000;
 /// Ports per test process, which picks its range from its pid.
 const PORTS_PER_PROCESS: u16 = 400;
 /// Passive ports given to each vsftpd or globus server.
-const PASSIVE_PORTS: u16 = 8;
+pub const PASSIVE_PORTS: u16 = 8;
 /// How long a server may take to greet.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest a `rightsize` run may take before the test fails.
@@ -100,7 +100,7 @@ fn kill_group(child: &mut Child) {
 
 /// A fresh served directory that the server's unprivileged user can read
 /// and write (globus runs anonymous sessions as `nobody`).
-fn served_dir() -> tempfile::TempDir {
+pub fn served_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     dir
@@ -108,7 +108,7 @@ fn served_dir() -> tempfile::TempDir {
 
 /// Starts a server with `command(root, port, passive_low)` until one
 /// greets with `banner` (retrying on new ports if one was taken).
-fn start(
+pub fn start(
     name: &'static str,
     banner: &str,
     ip: IpAddr,
