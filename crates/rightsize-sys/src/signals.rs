@@ -2,10 +2,11 @@
 //! so that it can still write its counters or tear down what it built),
 //! after a duration, or when its work ends by itself. The handlers only set
 //! an atomic; [`wait`] and [`caught`] read it. Used by `path cross`,
-//! `path run`, and `get` and `put` (which keep what they downloaded).
+//! `path run`, and `get` and `put` (which keep what they downloaded). And
+//! `SIGHUP` counted ([`Hangups`]), for `serve` to reload its certificate.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often [`wait`] checks.
@@ -91,6 +92,50 @@ pub fn caught() -> Option<&'static str> {
         .iter()
         .find(|(signal, _)| *signal == caught)
         .map(|(_, name)| *name)
+}
+
+/// `SIGHUP`s caught since [`Hangups::install`].
+static HANGUPS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_hangup(_: libc::c_int) {
+    // Only an atomic add: async-signal-safe.
+    HANGUPS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// `SIGHUP` counted instead of ending the process (a server reloads its
+/// certificate on it), for the rest of the process.
+#[derive(Debug)]
+pub struct Hangups {
+    seen: u64,
+}
+
+impl Hangups {
+    /// Counts `SIGHUP` from now on.
+    pub fn install() -> Result<Hangups, SignalError> {
+        // SAFETY: an all-zero sigaction is valid (empty mask, no flags);
+        // the handler only adds to an atomic.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = on_hangup as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        // SAFETY: a valid sigaction; the previous one is not wanted.
+        if unsafe { libc::sigaction(libc::SIGHUP, &action, std::ptr::null_mut()) } != 0 {
+            return Err(SignalError {
+                signal: "SIGHUP",
+                source: io::Error::last_os_error(),
+            });
+        }
+        Ok(Hangups {
+            seen: HANGUPS.load(Ordering::SeqCst),
+        })
+    }
+
+    /// Whether a `SIGHUP` came since the last call.
+    pub fn came(&mut self) -> bool {
+        let now = HANGUPS.load(Ordering::SeqCst);
+        let came = now != self.seen;
+        self.seen = now;
+        came
+    }
 }
 
 /// Why [`wait`] returned.

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use rightsize_ftp::server::{self, Server, ServerConfig, ServerTlsConfig};
+use rightsize_ftp::server::{self, CurrentTls, Server, ServerConfig, ServerTlsConfig};
 use rightsize_ftp::tls::ServerTls;
 use rightsize_ftp_proto::passwd::UserDb;
 use rightsize_ftp_proto::session::bench::{NULL_DIR, ZERO_DIR};
+use rightsize_sys::signals::Hangups;
 use rightsize_sys::socket::BufferRequest;
 use rightsize_tune::TunerSpec;
 use rightsize_tune::units::{self, Bytes};
@@ -133,7 +134,8 @@ pub struct ServeArgs {
     )]
     pub tls_cert: Option<PathBuf>,
 
-    /// The private key of --tls-cert, PEM (PKCS#8, PKCS#1 or SEC1).
+    /// The private key of --tls-cert, PEM (PKCS#8, PKCS#1 or SEC1). Both files are read again on
+    /// SIGHUP, for the connections that start after.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
@@ -178,10 +180,45 @@ fn tls_config(args: &ServeArgs) -> anyhow::Result<Option<ServerTlsConfig>> {
         );
     }
     Ok(Some(ServerTlsConfig {
-        tls,
+        tls: CurrentTls::new(tls),
         implicit: args.tls_implicit,
         anonymous_in_clear: args.tls_optional,
     }))
+}
+
+/// How often the reloader looks for a `SIGHUP`.
+const HANGUP_POLL: Duration = Duration::from_millis(200);
+
+/// Reloads `--tls-cert` and `--tls-key` on `SIGHUP`, for the connections
+/// that start after; a certificate that does not load leaves the one in
+/// use, and says why (on stderr even with `-q`: the operator must know).
+fn reload_on_hangup(tls: CurrentTls, cert: PathBuf, key: PathBuf) -> anyhow::Result<()> {
+    let mut hangups = Hangups::install()?;
+    std::thread::Builder::new()
+        .name("tls-reload".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(HANGUP_POLL);
+                if !hangups.came() {
+                    continue;
+                }
+                let line = match ServerTls::from_pem_files(&cert, &key) {
+                    Ok(new) => {
+                        let line = format!(
+                            "rightsize serve: SIGHUP: certificate reloaded from {}, SHA-256 {}",
+                            cert.display(),
+                            new.fingerprint()
+                        );
+                        tls.replace(new);
+                        line
+                    }
+                    Err(e) => format!("rightsize serve: SIGHUP: kept the certificate in use: {e}"),
+                };
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        })
+        .context("starting the certificate reloader")?;
+    Ok(())
 }
 
 /// `--buffer-budget`: a size that holds at least one data connection.
@@ -269,9 +306,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             } else {
                 "AUTH TLS before any login"
             },
-            t.tls.fingerprint()
+            t.tls.get().fingerprint()
         )
     });
+    let reload = match (&config.tls, &args.tls_cert, &args.tls_key) {
+        (Some(t), Some(cert), Some(key)) => Some((t.tls.clone(), cert.clone(), key.clone())),
+        _ => None,
+    };
     let server = Server::bind(config)?;
     let addr = server
         .local_addr()
@@ -295,6 +336,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     drop(out);
+    if let Some((tls, cert, key)) = reload {
+        reload_on_hangup(tls, cert, key)?;
+    }
     server.run()
 }
 

@@ -7,6 +7,7 @@
 //! client that asks for `PROT P` and connects in clear, an upload cut
 //! without its `close_notify`, a handshake that fails) gets a clear reply,
 //! leaves nothing under the final name, and the server goes on serving.
+//! `SIGHUP` reloads the certificate for the connections that follow.
 //! The clients come from `scripts/setup`; a missing one fails the test.
 #![allow(clippy::unwrap_used)]
 
@@ -367,4 +368,53 @@ fn bad_clients_get_clear_replies_leave_nothing_and_the_server_goes_on() {
     let (mut again, _) = TlsControl::connect(addr, &cert);
     again.ready(addr);
     assert!(again.cmd("QUIT").starts_with("221"));
+}
+
+/// Whether a TLS handshake with the server at `addr` succeeds for a
+/// client that trusts only `cert`.
+fn trusted_by(addr: SocketAddr, cert: &Path) -> bool {
+    let mut raw = Control::connect(addr);
+    assert_eq!(raw.cmd("AUTH TLS").code(), 234);
+    let tls = ClientTls::new(&Verify::CaFile(cert.to_owned())).unwrap();
+    tls.connect("127.0.0.1", raw.stream.try_clone().unwrap())
+        .is_ok()
+}
+
+#[test]
+fn a_sighup_reloads_the_certificate_for_the_connections_that_follow() {
+    let (mut f, cert, certs) = tls_fixture(18, &[]);
+    let old = certs.path().join("old.pem");
+    std::fs::copy(&cert, &old).unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let (new_cert, new_key) = certificate(fresh.path());
+    assert!(trusted_by(f.serve.addr, &old));
+    assert!(!trusted_by(f.serve.addr, &new_cert));
+    // A key file that does not load: the certificate in use stays.
+    std::fs::write(certs.path().join("key.pem"), "garbage\n").unwrap();
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(f.serve.pid() as libc::pid_t, libc::SIGHUP) },
+        0
+    );
+    thread::sleep(Duration::from_millis(600));
+    assert!(f.serve.is_running(), "SIGHUP ended the server");
+    assert!(trusted_by(f.serve.addr, &old));
+    // The new pair in place: the next connections get it.
+    std::fs::copy(&new_cert, &cert).unwrap();
+    std::fs::copy(&new_key, certs.path().join("key.pem")).unwrap();
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::kill(f.serve.pid() as libc::pid_t, libc::SIGHUP) },
+        0
+    );
+    let mut reloaded = false;
+    for _ in 0..50 {
+        thread::sleep(Duration::from_millis(100));
+        if trusted_by(f.serve.addr, &new_cert) {
+            reloaded = true;
+            break;
+        }
+    }
+    assert!(reloaded, "the new certificate was not taken");
+    assert!(!trusted_by(f.serve.addr, &old));
 }

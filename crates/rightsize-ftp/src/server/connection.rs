@@ -159,7 +159,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
     let implicit = conn.shared.config.tls.as_ref().filter(|t| t.implicit);
     if let Some(tls) = implicit {
         // Implicit FTPS: the greeting waits in TLS for the handshake.
-        match tls.tls.connection() {
+        match tls.tls.get().connection() {
             Ok(c) => conn.tls = Some(Pump::new(c)),
             Err(e) => {
                 conn.shared.log(&format!("{peer}: TLS: {e}"));
@@ -296,7 +296,7 @@ impl Conn {
         let Some(tls) = &self.shared.config.tls else {
             return false;
         };
-        match tls.tls.connection() {
+        match tls.tls.get().connection() {
             Ok(c) => {
                 self.tls = Some(Pump::new(c));
                 true
@@ -480,7 +480,7 @@ impl Conn {
                 .tls
                 .as_ref()
                 .filter(|_| plan.private)
-                .map(|t| t.tls.clone()),
+                .map(|t| t.tls.get()),
         };
         let probe_to = self
             .session

@@ -24,7 +24,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -119,14 +119,40 @@ pub struct ServerConfig {
 /// How a server offers FTPS.
 #[derive(Debug, Clone)]
 pub struct ServerTlsConfig {
-    /// The certificate and key.
-    pub tls: ServerTls,
+    /// The certificate and key, which [`CurrentTls::replace`] changes
+    /// for the connections that start after (a reload).
+    pub tls: CurrentTls,
     /// Implicit FTPS: every control connection is TLS from its first
     /// byte; else explicit (`AUTH TLS`).
     pub implicit: bool,
     /// Explicit FTPS only: anonymous users may log in without TLS (a
     /// password login must come after `AUTH TLS` in any case).
     pub anonymous_in_clear: bool,
+}
+
+/// A server's TLS, shared by its sessions, replaceable while it runs.
+#[derive(Debug, Clone)]
+pub struct CurrentTls(Arc<RwLock<ServerTls>>);
+
+impl CurrentTls {
+    /// `tls` for now.
+    pub fn new(tls: ServerTls) -> CurrentTls {
+        CurrentTls(Arc::new(RwLock::new(tls)))
+    }
+
+    /// The TLS in force (cheap: its configuration is shared).
+    pub fn get(&self) -> ServerTls {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `tls` for every connection and handshake from now on; those
+    /// running keep theirs.
+    pub fn replace(&self, tls: ServerTls) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = tls;
+    }
 }
 
 impl ServerTlsConfig {
