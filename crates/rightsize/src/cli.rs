@@ -67,6 +67,14 @@ rate, retransmits and RTT of the data connection.
   rightsize get ftp://127.0.0.1:2121/data.bin
   rightsize get ftp://user:pass@host/dir/data.bin -o /tmp/data.bin --rcvbuf 16MiB -i 1
   rightsize get ftp://gridftp.example:2811//abs/path/data.bin --verify --json
+  rightsize get --tls --pin-sha256 AA:BB:..:FF ftp://127.0.0.1:2121/data.bin
+  rightsize get ftps://host/dir/data.bin --cacert ca.pem
+
+FTPS: --tls requires AUTH TLS (then PBSZ 0, PROT P, and the login over TLS); ftps:// is implicit \
+FTPS; without --tls or --no-tls the client upgrades when the server's FEAT lists AUTH TLS. The \
+certificate is checked against the system's roots for the URL's host, --cacert FILE or \
+--pin-sha256 HEX; --insecure checks nothing. Data connections are TLS and resume the control \
+connection's TLS session.
 
 The file appears under its name only once it arrived whole (and, with --verify, matched the \
 server's checksum). Exit codes: 0 success, 1 transfer failed, 2 bad arguments.";
@@ -78,6 +86,10 @@ clamp and congestion control set before its handshake and read back from the ker
   rightsize put data.bin ftp://127.0.0.1:2121/incoming/data.bin
   rightsize put data.bin ftp://user:pass@host/dir/ --sndbuf 16MiB -i 1
   rightsize put data.bin ftp://gridftp.example:2811//abs/path/ --verify --json
+  rightsize put data.bin ftp://host/incoming/ --tls --cacert ca.pem
+
+FTPS as for get: --tls, ftps://, --cacert, --pin-sha256, --insecure, --no-tls; without --tls or \
+--no-tls the upload is over TLS when the server offers it.
 
 The server's 226 reply means success; the server is responsible for atomicity on its side. Exit \
 codes: 0 success, 1 transfer failed, 2 bad arguments.";

@@ -35,8 +35,8 @@ use std::collections::BTreeMap;
 /// `rightsize get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// The file to download: ftp://[user[:password]@]host[:port]/path. The path is relative to the
-    /// login directory; ftp://host//abs/path (or %2F) names an absolute one. Default login:
+    /// The file to download: ftp://[user[:password]@]host[:port]/path (ftps:// for implicit FTPS,
+    /// port 990). The path is relative to the login directory; ftp://host//abs/path (or %2F) names an absolute one. Default login:
     /// anonymous.
     #[arg(value_name = "URL", value_parser = FtpUrl::parse)]
     pub url: FtpUrl,
