@@ -418,3 +418,54 @@ fn a_sighup_reloads_the_certificate_for_the_connections_that_follow() {
     assert!(reloaded, "the new certificate was not taken");
     assert!(!trusted_by(f.serve.addr, &old));
 }
+
+#[test]
+fn the_log_names_who_logged_in_and_who_failed_with_the_time_and_never_a_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let users = dir.path().join("users");
+    serve_support::add_user(&users, USER, PASSWORD, false);
+    let log = dir.path().join("serve.log");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let serve = serve_support::Serve::start_logged(
+        &root,
+        &[
+            "--users",
+            users.to_str().unwrap(),
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        &log,
+    );
+    let (mut good, _) = TlsControl::connect(serve.addr, &cert);
+    assert!(good.cmd(&format!("USER {USER}")).starts_with("331"));
+    assert!(good.cmd(&format!("PASS {PASSWORD}")).starts_with("230"));
+    let (mut bad, _) = TlsControl::connect(serve.addr, &cert);
+    assert!(bad.cmd(&format!("USER {USER}")).starts_with("331"));
+    assert!(bad.cmd("PASS wrong-password").starts_with("530"));
+    assert!(good.cmd("QUIT").starts_with("221"));
+    thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains(&format!("\"{USER}\" logged in over TLS")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("failed login for \"{USER}\" over TLS")),
+        "{text}"
+    );
+    assert!(
+        !text.contains(PASSWORD) && !text.contains("wrong-password"),
+        "{text}"
+    );
+    for line in text.lines() {
+        let stamp = line.split(' ').next().unwrap_or("");
+        assert!(
+            stamp.len() == 24 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+            "no time at the start of {line:?}"
+        );
+    }
+}

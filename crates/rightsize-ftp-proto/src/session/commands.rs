@@ -280,7 +280,7 @@ fn pass_command(
     };
     match access {
         Some(access) => {
-            session.login = Login::LoggedIn { access };
+            session.login = Login::LoggedIn { access, user };
             reply(230, "Login successful.")
         }
         None => {

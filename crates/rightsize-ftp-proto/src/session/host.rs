@@ -201,6 +201,22 @@ pub enum TransferOutcome {
     Aborted,
 }
 
+impl std::fmt::Display for TransferOutcome {
+    /// For a log line: `complete, 1000 bytes`, `network error: ...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TransferOutcome::Complete { bytes } => write!(f, "complete, {bytes} bytes"),
+            TransferOutcome::OpenFailed(e) => write!(f, "not opened: {e}"),
+            TransferOutcome::DataConnectFailed(why) => write!(f, "no data connection: {why}"),
+            TransferOutcome::NoBuffers(why) => write!(f, "no buffers: {why}"),
+            TransferOutcome::NetworkError(why) => write!(f, "network error: {why}"),
+            TransferOutcome::LocalError(why) => write!(f, "local error: {why}"),
+            TransferOutcome::BadData(why) => write!(f, "bad data: {why}"),
+            TransferOutcome::Aborted => write!(f, "aborted by the client"),
+        }
+    }
+}
+
 /// What the driver must do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {

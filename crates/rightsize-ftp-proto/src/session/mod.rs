@@ -109,7 +109,7 @@ impl Default for SessionConfig {
 enum Login {
     AwaitingUser,
     AwaitingPass { user: String },
-    LoggedIn { access: Access },
+    LoggedIn { access: Access, user: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +206,20 @@ impl Session {
             Output::Reply(Reply::trusted(500, "Input line too long.".into())),
             Output::Close,
         ]
+    }
+
+    /// The user name given with `USER`, while its password is awaited or
+    /// once logged in (`anonymous` as given).
+    pub fn user(&self) -> Option<&str> {
+        match &self.login {
+            Login::AwaitingUser => None,
+            Login::AwaitingPass { user } | Login::LoggedIn { user, .. } => Some(user),
+        }
+    }
+
+    /// Whether a user is logged in.
+    pub fn logged_in(&self) -> bool {
+        matches!(self.login, Login::LoggedIn { .. })
     }
 
     /// Whether the control connection is protected (after `AUTH TLS`,
@@ -373,7 +387,7 @@ impl Session {
 
     fn access(&self) -> Option<Access> {
         match self.login {
-            Login::LoggedIn { access } => Some(access),
+            Login::LoggedIn { access, .. } => Some(access),
             _ => None,
         }
     }

@@ -267,7 +267,19 @@ impl Conn {
                     {
                         self.bind_responder();
                     }
-                    self.session.handle(command, &mut self.host, now_unix())
+                    let login =
+                        matches!(command, Ok(Command::Pass(_))) && !self.session.logged_in();
+                    let user = self.session.user().map(str::to_owned);
+                    let out = self.session.handle(command, &mut self.host, now_unix());
+                    if let (true, Some(user)) = (login, user) {
+                        let tls = if self.tls.is_some() { " over TLS" } else { "" };
+                        self.shared.log(&if self.session.logged_in() {
+                            format!("{}: {user:?} logged in{tls}", self.peer)
+                        } else {
+                            format!("{}: failed login for {user:?}{tls}", self.peer)
+                        });
+                    }
+                    out
                 }
                 Some(LineEvent::TooLong) => self.session.line_too_long(),
             };

@@ -33,6 +33,7 @@ use rightsize_ftp_proto::session::{SessionConfig, TlsPolicy};
 use rightsize_sys::rootfs::{Root, RootError};
 use rightsize_sys::socket::{self, BufferRequest, SocketError};
 use rightsize_tune::budget::{Budget, Use};
+use rightsize_tune::civil::UtcTime;
 use rightsize_tune::crowd::Crowd;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::write_size::WriteSize;
@@ -253,6 +254,22 @@ struct Shared {
     crowds: Mutex<HashMap<IpAddr, Weak<Mutex<Crowd>>>>,
 }
 
+/// `at` as RFC 3339 UTC to the millisecond: `2026-11-27T14:30:01.123Z`.
+fn log_time(at: SystemTime) -> String {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let t = UtcTime::from_unix(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year,
+        t.month,
+        t.day,
+        t.hour,
+        t.minute,
+        t.second,
+        since.subsec_millis()
+    )
+}
+
 /// The network a client address belongs to, for sizing the downloads that
 /// share its path together: its /24 (IPv4) or /64 (IPv6).
 fn client_network(ip: IpAddr) -> IpAddr {
@@ -284,9 +301,15 @@ impl Shared {
         crowd
     }
 
+    /// A line of the server's log on stderr: UTC time to the
+    /// millisecond, then `line` (nothing with `--quiet`).
     fn log(&self, line: &str) {
         if !self.config.quiet {
-            let _ = writeln!(std::io::stderr().lock(), "rightsize serve: {line}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{} rightsize serve: {line}",
+                log_time(SystemTime::now())
+            );
         }
     }
 
@@ -434,6 +457,12 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_lines_start_with_the_utc_time_to_the_millisecond() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_795_789_801_123);
+        assert_eq!(log_time(at), "2026-11-27T14:30:01.123Z");
+    }
 
     #[test]
     fn clients_of_one_network_share_a_crowd_and_others_do_not() {

@@ -226,7 +226,7 @@ impl TransferLog {
             )
         });
         self.shared.log(&format!(
-            "{} #{}: {}: {:?} in {secs:.3} s{applied}{strangers}{tuned}{budget}",
+            "{} #{}: {}: {} in {secs:.3} s{applied}{strangers}{tuned}{budget}",
             self.peer, self.number, self.what, report.outcome
         ));
         finished
