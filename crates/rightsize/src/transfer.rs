@@ -264,6 +264,29 @@ impl TlsArgs {
         TlsOptions { mode, verify }
     }
 
+    /// The flags as typed, each with a leading space (for the command
+    /// that resumes a transfer).
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        if self.tls {
+            out.push_str(" --tls");
+        }
+        if self.no_tls {
+            out.push_str(" --no-tls");
+        }
+        if let Some(file) = &self.cacert {
+            out.push_str(&format!(" --cacert {}", file.display()));
+        }
+        if let Some(pin) = &self.pin_sha256 {
+            let hex: String = pin.iter().map(|b| format!("{b:02X}")).collect();
+            out.push_str(&format!(" --pin-sha256 {hex}"));
+        }
+        if self.insecure {
+            out.push_str(" --insecure");
+        }
+        out
+    }
+
     /// The warning `--insecure` earns, said before connecting.
     pub fn warn(&self) {
         if self.insecure {
@@ -451,7 +474,13 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         && let Some(name) = args.url.file_name()
     {
         let target = client::local_target(target, name);
-        say_kept(&args.url, &args.output, &target, args.common.parallel);
+        say_kept(
+            &args.url,
+            &args.output,
+            &target,
+            args.common.parallel,
+            &args.common.tls.flags(),
+        );
     }
     Ok(code)
 }
@@ -472,6 +501,7 @@ fn say_kept(
     output: &Option<PathBuf>,
     target: &std::path::Path,
     streams: Option<u32>,
+    tls_flags: &str,
 ) {
     let part = client::part_path(target);
     let Some(kept) = client::kept_bytes(target) else {
@@ -485,7 +515,7 @@ fn say_kept(
         .map_or_else(String::new, |o| format!(" -o {}", o.display()));
     let parallel = streams.map_or_else(String::new, |n| format!(" -P {n}"));
     eprintln!(
-        "rightsize: kept {} bytes in {}; resume with: rightsize get -C{parallel} {url}{out}",
+        "rightsize: kept {} bytes in {}; resume with: rightsize get -C{parallel}{tls_flags} {url}{out}",
         Bytes(kept).grouped(),
         part.display()
     );

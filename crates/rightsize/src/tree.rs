@@ -33,7 +33,12 @@ pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let options = args.common.options(&args.url);
-    let resume = format!("rightsize get -r -C {} -o {}", args.url, dir.display());
+    let resume = format!(
+        "rightsize get -r -C{} {} -o {}",
+        args.common.tls.flags(),
+        args.url,
+        dir.display()
+    );
     finish(&args.common, Direction::Get, &resume, |console| {
         client::get_tree(&args.url, &dir, &options, args.jobs, console)
     })
@@ -48,7 +53,12 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         return Ok(crate::exit::usage());
     }
     let options = args.common.options(&args.url);
-    let resume = format!("rightsize put -r -C {} {}", args.file.display(), args.url);
+    let resume = format!(
+        "rightsize put -r -C{} {} {}",
+        args.common.tls.flags(),
+        args.file.display(),
+        args.url
+    );
     finish(&args.common, Direction::Put, &resume, |console| {
         client::put_tree(&args.file, &args.url, &options, args.jobs, console)
     })

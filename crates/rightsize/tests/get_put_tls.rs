@@ -15,8 +15,10 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener};
+
+use rightsize_ftp::tls::ServerTls;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -200,6 +202,41 @@ fn serve_self_signed_get_and_put_with_the_pinned_fingerprint() {
     assert_success(&output, None);
     assert!(same_bytes(&again, &data));
     assert_tls(&output, false);
+
+    // Active mode: the server connects, the client is still the TLS client.
+    let active = out.path().join("active.bin");
+    let output = rightsize(&[
+        "get",
+        "--active",
+        &serve.url("ftp", "/f.bin"),
+        "-o",
+        active.to_str().unwrap(),
+        "--pin-sha256",
+        &serve.fingerprint,
+        "--json",
+    ]);
+    assert_success(&output, None);
+    assert!(same_bytes(&active, &data));
+    assert_tls(&output, false);
+    assert_eq!(json(&output)["data_mode"], "EPRT");
+
+    // -r: listings and files over TLS data connections.
+    std::fs::create_dir_all(serve.files().join("tree/sub")).unwrap();
+    let small = random_bytes(100_000, 39);
+    std::fs::write(serve.files().join("tree/sub/s.bin"), &small).unwrap();
+    let tree = out.path().join("tree");
+    let output = rightsize(&[
+        "get",
+        "-r",
+        &serve.url("ftp", "/tree/"),
+        "-o",
+        tree.to_str().unwrap(),
+        "--tls",
+        "--pin-sha256",
+        &serve.fingerprint,
+    ]);
+    assert_success(&output, None);
+    assert!(same_bytes(&tree.join("sub/s.bin"), &small));
 }
 
 #[test]
@@ -538,94 +575,98 @@ fn tls_required_from_a_server_without_it_quotes_its_answer() {
     assert!(!p.exists());
 }
 
-/// A relay in front of `to` that forwards the control connection whole
-/// and cuts every data connection after `cut_bytes` from the server.
-fn cutting_relay(to: SocketAddr, cut_bytes: usize) -> SocketAddr {
+/// A scripted FTPS server on 127.0.0.1 (explicit TLS, with `tls`) that
+/// announces `size_bytes` for any file, sends the first `cut_bytes` of
+/// `data` over a TLS data connection, cuts that connection's TCP without
+/// `close_notify`, and then claims success with a `226`.
+fn cutting_server(tls: ServerTls, data: Vec<u8>, cut_bytes: usize) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let server = TcpStream::connect(to).unwrap();
-            relay_control(client, server, cut_bytes);
+        let Ok((mut control, _)) = listener.accept() else {
+            return;
+        };
+        control
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        control.write_all(b"220 scripted\r\n").unwrap();
+        let mut line = String::new();
+        let mut plain = BufReader::new(control.try_clone().unwrap());
+        plain.read_line(&mut line).unwrap();
+        assert!(line.starts_with("AUTH TLS"), "{line}");
+        control.write_all(b"234 go\r\n").unwrap();
+        let secured = tls.accept(control).unwrap();
+        let mut control = BufReader::new(secured);
+        let data_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let data_port = data_listener.local_addr().unwrap().port();
+        loop {
+            line.clear();
+            if control.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let verb = line
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_uppercase();
+            let answer = match verb.as_str() {
+                "PBSZ" | "PROT" | "TYPE" => "200 ok".to_owned(),
+                "USER" => "230 in".to_owned(),
+                "FEAT" => "211 no features".to_owned(),
+                "SIZE" => format!("213 {}", data.len()),
+                "EPSV" => format!("229 Entering Extended Passive Mode (|||{data_port}|)"),
+                "QUIT" => "221 bye".to_owned(),
+                "RETR" => {
+                    control.get_mut().write_all(b"150 here\r\n").unwrap();
+                    let (socket, _) = data_listener.accept().unwrap();
+                    let mut stream = tls.accept(socket).unwrap();
+                    stream.write_all(&data[..cut_bytes]).unwrap();
+                    stream.flush().unwrap();
+                    stream.socket().shutdown(Shutdown::Both).unwrap();
+                    "226 all sent (not really)".to_owned()
+                }
+                _ => "502 no".to_owned(),
+            };
+            control
+                .get_mut()
+                .write_all(format!("{answer}\r\n").as_bytes())
+                .unwrap();
         }
     });
     addr
 }
 
-/// Forwards the control bytes; rewrites each `229` so the data connection
-/// comes to a cutting relay of the server's data port.
-fn relay_control(client: TcpStream, server: TcpStream, cut_bytes: usize) {
-    let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut c_read, &mut s_write);
-    });
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(server);
-        let mut client = client;
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap_or(0) > 0 {
-            if line.starts_with("229 ")
-                && let Some(port) = line
-                    .split("|||")
-                    .nth(1)
-                    .and_then(|p| p.split('|').next())
-                    .and_then(|p| p.parse::<u16>().ok())
-            {
-                let data = SocketAddr::from(([127, 0, 0, 1], port));
-                let front = TcpListener::bind("127.0.0.1:0").unwrap();
-                let front_port = front.local_addr().unwrap().port();
-                std::thread::spawn(move || {
-                    if let Ok((mut c, _)) = front.accept() {
-                        let mut s = TcpStream::connect(data).unwrap();
-                        let (mut c2, mut s2) = (c.try_clone().unwrap(), s.try_clone().unwrap());
-                        std::thread::spawn(move || {
-                            let _ = std::io::copy(&mut c2, &mut s2);
-                        });
-                        let mut sent = 0;
-                        let mut buf = [0u8; 16384];
-                        while sent < cut_bytes {
-                            let n = s.read(&mut buf).unwrap_or(0);
-                            if n == 0 {
-                                break;
-                            }
-                            let n = n.min(cut_bytes - sent);
-                            let _ = c.write_all(&buf[..n]);
-                            sent += n;
-                        }
-                        let _ = c.shutdown(std::net::Shutdown::Both);
-                    }
-                });
-                line = format!("229 Entering Extended Passive Mode (|||{front_port}|)\r\n");
-            }
-            if client.write_all(line.as_bytes()).is_err() {
-                return;
-            }
-            line.clear();
-        }
-    });
-}
-
 #[test]
 fn a_tls_data_stream_cut_without_close_notify_fails_and_leaves_no_file() {
-    let serve = Serve::start(&["--tls-self-signed", "127.0.0.1"]);
-    let data = random_bytes(8 * MIB, 38);
-    std::fs::write(serve.files().join("f.bin"), &data).unwrap();
-    let relay = cutting_relay(serve.addr, 2 * MIB);
+    let tls = ServerTls::self_signed(&["127.0.0.1".to_owned()]).unwrap();
+    let pin = tls.fingerprint().to_owned();
+    let data = random_bytes(4 * MIB, 38);
+    let server = cutting_server(tls, data, MIB);
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("f.bin");
     let output = rightsize(&[
         "get",
-        &format!("ftp://alice:pw@{relay}/f.bin"),
+        &format!("ftp://{server}/f.bin"),
         "-o",
         target.to_str().unwrap(),
         "--tls",
         "--pin-sha256",
-        &serve.fingerprint,
+        &pin,
         "--timeout",
         "10s",
     ]);
     assert!(!output.status.success(), "{}", stderr(&output));
     let text = stderr(&output);
     assert!(!text.contains("panicked"), "{text}");
+    // The data stream, not the handshake, is what failed.
+    assert!(!text.contains("handshake"), "{text}");
+    assert!(text.contains("read"), "{text}");
+    assert!(text.contains("close_notify"), "{text}");
+    // The command that resumes keeps the TLS flags.
+    let hint = format!(
+        "rightsize get -C --tls --pin-sha256 {} ",
+        pin.replace(':', "")
+    );
+    assert!(text.contains(&hint), "{text}");
     assert!(!target.exists(), "a cut download was committed: {text}");
 }
