@@ -219,7 +219,7 @@ pub struct TlsArgs {
 
     /// Trust the CA certificates (PEM) in FILE instead of the system's, for the URL's host name or
     /// address.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pin_sha256", "insecure", "no_tls"])]
+    #[arg(long, value_name = "FILE", value_parser = parse_cacert, conflicts_with_all = ["pin_sha256", "insecure", "no_tls"])]
     pub cacert: Option<PathBuf>,
 
     /// Accept only the server certificate whose SHA-256 fingerprint is HEX (64 hex digits, colons
@@ -237,6 +237,14 @@ pub struct TlsArgs {
 /// `--pin-sha256`.
 fn parse_pin(input: &str) -> Result<[u8; 32], String> {
     rightsize_ftp::tls::parse_pin(input).map_err(|e| e.to_string())
+}
+
+/// `--cacert`: a file that holds at least one PEM certificate, read now
+/// so that a wrong path fails before any connection.
+fn parse_cacert(input: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(input);
+    rightsize_ftp::tls::ClientTls::new(&Verify::CaFile(path.clone())).map_err(|e| e.to_string())?;
+    Ok(path)
 }
 
 /// What `--insecure` warns.

@@ -506,6 +506,34 @@ fn a_wrong_pin_and_an_untrusted_certificate_fail_and_leave_no_file() {
     }
     assert!(!target.exists());
 
+    // A CA file that is missing, or holds no certificate.
+    let output = rightsize(&[
+        "get",
+        &serve.url("ftp", "/f.bin"),
+        "--cacert",
+        "/nonexistent/ca.pem",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("/nonexistent/ca.pem"),
+        "{}",
+        stderr(&output)
+    );
+    let not_pem = out.path().join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let output = rightsize(&[
+        "get",
+        &serve.url("ftp", "/f.bin"),
+        "--cacert",
+        not_pem.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("holds no PEM certificate"),
+        "{}",
+        stderr(&output)
+    );
+
     // A pin that is not one.
     let output = rightsize(&["get", &serve.url("ftp", "/f.bin"), "--pin-sha256", "abc"]);
     assert_eq!(output.status.code(), Some(2));
@@ -542,6 +570,31 @@ fn tls_required_from_a_server_without_it_quotes_its_answer() {
     assert!(text.contains("answered AUTH TLS with \"5"), "{text}");
     assert!(text.contains("--no-tls"), "{text}");
     assert!(!target.exists());
+    // ftps:// to a server that speaks clear FTP: the handshake fails.
+    let implicit = server.url("/f.bin").replacen("ftp://", "ftps://", 1);
+    let output = rightsize(&[
+        "get",
+        &implicit,
+        "-o",
+        target.to_str().unwrap(),
+        "--timeout",
+        "5s",
+    ]);
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains("TLS handshake on the control connection"),
+        "{text}"
+    );
+    assert!(!target.exists());
+    // ftps:// and --no-tls contradict each other.
+    let output = rightsize(&["get", &implicit, "-o", target.to_str().unwrap(), "--no-tls"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--no-tls forbids"),
+        "{}",
+        stderr(&output)
+    );
     // Without --tls, the same server is used in clear.
     let output = rightsize(&[
         "get",

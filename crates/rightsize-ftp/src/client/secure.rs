@@ -259,18 +259,35 @@ pub(crate) fn negotiate(
     options: &TlsOptions,
     observer: &mut dyn Observer,
 ) -> Result<Option<SessionTls>, ClientError> {
-    match options.mode {
-        TlsMode::Off => return Ok(None),
+    if !ask_for_tls(control, greeting, options.mode, observer)? {
+        return Ok(None);
+    }
+    let tls = SessionTls::new(url, &options.verify, control.server())?;
+    control.secure(&tls)?;
+    Ok(Some(tls))
+}
+
+/// The dialogue before the TLS handshake: `FEAT` (with
+/// [`TlsMode::Auto`]) and `AUTH TLS`. True when the server answered `234`
+/// and the handshake is to start; false to go on in clear; an error when
+/// TLS is required and the server has none.
+pub(crate) fn ask_for_tls<S: Read + Write>(
+    control: &mut Control<S>,
+    greeting: &rightsize_ftp_proto::Reply,
+    mode: TlsMode,
+    observer: &mut dyn Observer,
+) -> Result<bool, ClientError> {
+    match mode {
+        TlsMode::Off => return Ok(false),
         TlsMode::Require => {}
         TlsMode::Auto => {
             let feat = control.command(&Command::Feat, observer)?;
             let features = Features::new(greeting, Some(&feat));
             if !offers_tls(&features) {
-                return Ok(None);
+                return Ok(false);
             }
         }
     }
-    let server = control.server();
     let auth = Command::Auth(rightsize_ftp_proto::Token::new("TLS").map_err(|source| {
         ClientError::Argument {
             what: "AUTH mechanism",
@@ -278,21 +295,19 @@ pub(crate) fn negotiate(
         }
     })?);
     let reply = control.command(&auth, observer)?;
-    if reply.code() != 234 {
-        if options.mode == TlsMode::Auto {
-            observer.warning(&format!(
-                "the server lists AUTH TLS in FEAT but answered AUTH TLS with \"{reply}\"; going on in clear (--tls requires TLS)"
-            ));
-            return Ok(None);
-        }
-        return Err(ClientError::NoTls {
-            server,
-            answer: format!("answered AUTH TLS with \"{reply}\""),
-        });
+    if reply.code() == 234 {
+        return Ok(true);
     }
-    let tls = SessionTls::new(url, &options.verify, server)?;
-    control.secure(&tls)?;
-    Ok(Some(tls))
+    if mode == TlsMode::Auto {
+        observer.warning(&format!(
+            "the server lists AUTH TLS in FEAT but answered AUTH TLS with \"{reply}\"; going on in clear (--tls requires TLS)"
+        ));
+        return Ok(false);
+    }
+    Err(ClientError::NoTls {
+        server: control.server(),
+        answer: format!("answered AUTH TLS with \"{reply}\""),
+    })
 }
 
 /// `PBSZ 0` and `PROT P` (RFC 4217 8, 9): every data connection private.
