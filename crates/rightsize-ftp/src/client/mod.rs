@@ -3,7 +3,10 @@
 //! handshake and read back.
 //!
 //! Sequence (see `docs/ftp-interop.md` for why each step): the
-//! `220` greeting, `USER`/`PASS` (a `230` right after `USER` ends the
+//! `220` greeting (over TLS at once for `ftps://`), FTPS if
+//! [`Options::tls`] asks for it (`FEAT` before login when opportunistic,
+//! `AUTH TLS`, the handshake, `PBSZ 0`, `PROT P`; see `secure`),
+//! `USER`/`PASS` (a `230` right after `USER` ends the
 //! login), `FEAT` (500/502 means "nothing"), `TYPE I` (before `EPSV`: the
 //! Globus server binds the type at `PASV`/`EPSV` time), for a download
 //! `SIZE`, then `SBUF` if asked for and offered, the data connection
