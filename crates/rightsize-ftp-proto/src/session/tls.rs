@@ -63,7 +63,8 @@ pub(super) fn login_needs_tls(session: &Session, user: &str) -> bool {
     let anonymous = user.eq_ignore_ascii_case("anonymous") || user.eq_ignore_ascii_case("ftp");
     match session.config.tls {
         TlsPolicy::Explicit { anonymous_in_clear } => {
-            !session.tls.control && !(anonymous && anonymous_in_clear)
+            let allowed_in_clear = anonymous && anonymous_in_clear;
+            !session.tls.control && !allowed_in_clear
         }
         TlsPolicy::Off | TlsPolicy::Implicit => false,
     }
