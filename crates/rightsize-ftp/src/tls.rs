@@ -86,9 +86,16 @@ impl From<rustls::Error> for TlsError {
     }
 }
 
-/// The crypto rightsize uses.
+/// The crypto rightsize uses: ring's, with the 128-bit AES-GCM suites
+/// first (the 256-bit ones cost about 40% more per byte for a bulk
+/// transfer, and 128 bits are what TLS 1.3 requires everyone to offer).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites.sort_by_key(|suite| {
+        let name = format!("{:?}", suite.suite());
+        (!name.contains("AES_128_GCM"), !name.starts_with("TLS13"))
+    });
+    Arc::new(provider)
 }
 
 /// The SHA-256 fingerprint of a certificate, as `openssl x509
@@ -185,6 +192,9 @@ impl ServerTls {
         config.ticketer =
             rustls::crypto::ring::Ticketer::new().map_err(|e| TlsError::Config(e.to_string()))?;
         config.send_tls13_tickets = TICKETS;
+        // This order, not the client's: OpenSSL's clients put AES-256
+        // first.
+        config.ignore_client_order = true;
         Ok(ServerTls {
             config: Arc::new(config),
             fingerprint,
@@ -455,7 +465,16 @@ impl Pump {
 pub struct TlsStream {
     conn: Connection,
     sock: TcpStream,
+    /// Bytes read from the socket and not yet handed to TLS: rustls reads
+    /// 4 KiB at a time by itself, a system call each (a quarter of a
+    /// million a second at 10 Gbit/s).
+    raw: Box<[u8]>,
+    raw_start: usize,
+    raw_end: usize,
 }
+
+/// Bytes a [`TlsStream`] reads from its socket at a time.
+const RAW_READ_BYTES: usize = 256 * 1024;
 
 impl TlsStream {
     fn handshake(mut conn: Connection, mut sock: TcpStream) -> Result<TlsStream, TlsError> {
@@ -463,7 +482,38 @@ impl TlsStream {
             conn.complete_io(&mut sock)
                 .map_err(|e| TlsError::Protocol(format!("handshake: {e}")))?;
         }
-        Ok(TlsStream { conn, sock })
+        Ok(TlsStream {
+            conn,
+            sock,
+            raw: vec![0u8; RAW_READ_BYTES].into_boxed_slice(),
+            raw_start: 0,
+            raw_end: 0,
+        })
+    }
+
+    /// Hands TLS more of what the socket brought, reading the socket (one
+    /// large read, blocking within its timeout) when nothing is left; at
+    /// its end, tells TLS so.
+    fn feed(&mut self) -> io::Result<()> {
+        if self.raw_start == self.raw_end {
+            let n = loop {
+                match self.sock.read(&mut self.raw) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    other => break other?,
+                }
+            };
+            (self.raw_start, self.raw_end) = (0, n);
+        }
+        let mut rest = &self.raw[self.raw_start..self.raw_end];
+        // Nothing left: an empty read is how rustls learns of the end.
+        let taken = self.conn.read_tls(&mut rest)?;
+        self.raw_start += taken;
+        let processed = self.conn.process_new_packets();
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut self.sock)?;
+        }
+        processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        Ok(())
     }
 
     /// The TCP socket under it (for `TCP_INFO`, buffers and shutdown).
@@ -495,9 +545,7 @@ impl Read for TlsStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.conn.reader().read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.conn.complete_io(&mut self.sock)?;
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.feed()?,
                 other => return other,
             }
         }

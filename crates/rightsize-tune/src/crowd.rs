@@ -327,6 +327,10 @@ impl Tuner for Crowded {
     }
 
     fn next_wakeup(&self) -> Option<Duration> {
+        // Alone, nothing to follow: the tuner's own schedule.
+        if lock(&self.crowd).len() < 2 && !self.cut() {
+            return self.inner.next_wakeup();
+        }
         let follow = self.sampled + FOLLOW_EVERY;
         Some(self.inner.next_wakeup().map_or(follow, |t| t.min(follow)))
     }

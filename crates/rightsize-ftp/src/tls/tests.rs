@@ -159,3 +159,13 @@ fn the_pump_carries_a_control_conversation_for_the_thread_that_owns_it() {
     assert_eq!(&reply, b"200 NOOP ok.\r\n");
     assert_eq!(handle.join().unwrap(), b"NOOP\r\n");
 }
+
+#[test]
+fn aes_128_gcm_comes_first_for_bulk_transfers() {
+    let first = format!("{:?}", provider().cipher_suites[0].suite());
+    assert_eq!(first, "TLS13_AES_128_GCM_SHA256");
+    assert!(
+        provider().cipher_suites.len() >= 6,
+        "the others are still offered"
+    );
+}
