@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
@@ -535,6 +536,93 @@ impl TlsStream {
         self.conn.send_close_notify();
         self.flush()?;
         self.sock.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl TlsStream {
+    /// Plaintext without waiting: what is decrypted already, else what the
+    /// socket holds now (one read if it is readable); `None` when nothing
+    /// is there yet. `Some(0)` after the peer's `close_notify`.
+    pub fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        loop {
+            match self.conn.reader().read(buf) {
+                Ok(n) => return Ok(Some(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            if self.raw_start == self.raw_end
+                && !rightsize_sys::poll::readable(&self.sock, Duration::ZERO).unwrap_or(false)
+            {
+                return Ok(None);
+            }
+            self.feed()?;
+        }
+    }
+}
+
+/// A TLS stream several threads use: during a transfer with the
+/// RIGHTSIZE extension one reads the control connection while another
+/// writes in-transfer commands on it. Each use locks it; a blocking read
+/// holds the lock, so a thread that must not block the others reads with
+/// [`SharedTls::read_ready`] after polling [`SharedTls::socket`].
+#[derive(Debug, Clone)]
+pub struct SharedTls {
+    stream: Arc<Mutex<TlsStream>>,
+    socket: Arc<TcpStream>,
+}
+
+impl SharedTls {
+    /// `stream`, to be shared.
+    pub fn new(stream: TlsStream) -> io::Result<SharedTls> {
+        let socket = Arc::new(stream.socket().try_clone()?);
+        Ok(SharedTls {
+            stream: Arc::new(Mutex::new(stream)),
+            socket,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TlsStream> {
+        self.stream.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The TCP socket under it.
+    pub fn socket(&self) -> &TcpStream {
+        &self.socket
+    }
+
+    /// Whether it resumed an earlier session.
+    pub fn resumed(&self) -> bool {
+        self.lock().resumed()
+    }
+
+    /// [`TlsStream::finish`].
+    pub fn finish(&self) -> io::Result<()> {
+        self.lock().finish()
+    }
+
+    /// [`TlsStream::read_ready`].
+    pub fn read_ready(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        self.lock().read_ready(buf)
+    }
+}
+
+impl Read for SharedTls {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.lock().read(buf)
+    }
+}
+
+impl Write for SharedTls {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.lock().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.lock().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.lock().flush()
     }
 }
 

@@ -171,6 +171,13 @@ fn serve_self_signed_get_and_put_with_the_pinned_fingerprint() {
     assert!(same_bytes(&target, &data), "downloaded bytes differ");
     assert_tls(&output, false);
     assert_eq!(json(&output)["tls"]["resumed"], true);
+    // The RIGHTSIZE extension runs over TLS too: both ends tune together.
+    let tuning = &json(&output)["tuning"];
+    assert_eq!(tuning["extension"], true, "{tuning}");
+    assert!(
+        tuning["received_from_peer"].as_u64().unwrap_or(0) > 0,
+        "no notice came over TLS: {tuning}"
+    );
 
     let output = rightsize(&[
         "put",

@@ -9,7 +9,7 @@
 //! reply is kept, in order, for the main thread; a malformed notice is
 //! recorded with its reason and never stops the transfer.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
@@ -25,6 +25,7 @@ use rightsize_tune::PeerInfo;
 use rightsize_tune::units::Bytes;
 
 use super::control::{Incoming, Input};
+use super::secure::ControlChannel;
 
 /// How often the reader looks at its stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -113,7 +114,7 @@ impl Exchange {
 /// clone of the control connection, until the server refuses one or a
 /// write fails.
 pub(crate) fn sender(
-    mut control: TcpStream,
+    mut control: ControlChannel,
     exchange: Arc<Exchange>,
 ) -> Box<dyn FnMut(ToPeer) + Send> {
     Box::new(move |message| {
@@ -151,7 +152,7 @@ impl Pump {
     /// replies to in-transfer commands are counted in `exchange`, other
     /// replies queue in the input's `pending`.
     pub(crate) fn start(
-        control: TcpStream,
+        control: ControlChannel,
         input: Input,
         inbox: Inbox,
         exchange: Arc<Exchange>,
@@ -181,7 +182,7 @@ impl Pump {
 }
 
 fn pump(
-    mut control: TcpStream,
+    mut control: ControlChannel,
     woken: &UnixStream,
     mut input: Input,
     inbox: &Inbox,
@@ -223,12 +224,16 @@ fn pump(
         if stop.load(Ordering::SeqCst) {
             return (input, None);
         }
-        if !readable(&control, woken) {
+        // Under TLS bytes may wait past the socket: read before polling.
+        if !control.may_hold_bytes() && !readable(control.socket(), woken) {
             continue;
         }
-        match control.read(&mut chunk) {
-            Ok(0) => return (input, None),
-            Ok(n) => input.extend(&chunk[..n]),
+        match control.read_ready(&mut chunk) {
+            Ok(None) => {
+                readable(control.socket(), woken);
+            }
+            Ok(Some(0)) => return (input, None),
+            Ok(Some(n)) => input.extend(&chunk[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if super::control::is_timeout(&e) => {}
             Err(e) => return (input, Some(e)),

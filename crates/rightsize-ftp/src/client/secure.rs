@@ -28,7 +28,7 @@ use super::Observer;
 use super::control::Control;
 use super::error::ClientError;
 use super::features::Features;
-use crate::tls::{ClientTls, TlsError, TlsStream, Verify};
+use crate::tls::{ClientTls, SharedTls, TlsError, TlsStream, Verify};
 
 /// Whether to use TLS (explicit FTPS); an `ftps://` URL always does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,8 +82,68 @@ pub struct TlsReport {
 pub(crate) enum ClientStream {
     /// No TLS.
     Plain(TcpStream),
-    /// TLS, its handshake done.
-    Tls(Box<TlsStream>),
+    /// TLS, its handshake done; shared, so that the control connection
+    /// can be read and written by two threads during a transfer.
+    Tls(SharedTls),
+}
+
+/// The control connection as a thread that is not the session's uses it
+/// during a transfer: clear (a clone of the socket), or the shared TLS.
+#[derive(Debug)]
+pub(crate) enum ControlChannel {
+    /// No TLS: a clone of the socket.
+    Plain(TcpStream),
+    /// The session's TLS.
+    Tls(SharedTls),
+}
+
+impl ControlChannel {
+    /// The TCP socket (to poll).
+    pub(crate) fn socket(&self) -> &TcpStream {
+        match self {
+            ControlChannel::Plain(s) => s,
+            ControlChannel::Tls(t) => t.socket(),
+        }
+    }
+
+    /// What can be read now without waiting (`None`: nothing yet), for a
+    /// reader that polls [`ControlChannel::socket`] first. `Some(0)` at
+    /// the end.
+    pub(crate) fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match self {
+            ControlChannel::Plain(s) => s.read(buf).map(Some),
+            ControlChannel::Tls(t) => t.read_ready(buf),
+        }
+    }
+
+    /// Whether bytes may already be waiting past the socket (decrypted,
+    /// or read and not yet decrypted): then read before polling.
+    pub(crate) fn may_hold_bytes(&self) -> bool {
+        matches!(self, ControlChannel::Tls(_))
+    }
+}
+
+impl Write for ControlChannel {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            ControlChannel::Plain(s) => s.write(buf),
+            ControlChannel::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            ControlChannel::Plain(s) => s.write_all(buf),
+            ControlChannel::Tls(t) => t.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            ControlChannel::Plain(s) => s.flush(),
+            ControlChannel::Tls(t) => t.flush(),
+        }
+    }
 }
 
 impl ClientStream {
@@ -93,6 +153,25 @@ impl ClientStream {
             ClientStream::Plain(s) => s,
             ClientStream::Tls(t) => t.socket(),
         }
+    }
+
+    /// `stream`, shared ([`ClientStream::Tls`]).
+    pub(crate) fn tls(stream: TlsStream, peer: SocketAddr) -> Result<ClientStream, ClientError> {
+        SharedTls::new(stream)
+            .map(ClientStream::Tls)
+            .map_err(|source| ClientError::ControlIo {
+                op: "dup the socket under TLS".to_owned(),
+                server: peer,
+                source,
+            })
+    }
+
+    /// The same connection for another thread.
+    pub(crate) fn channel(&self) -> io::Result<ControlChannel> {
+        Ok(match self {
+            ClientStream::Plain(s) => ControlChannel::Plain(s.try_clone()?),
+            ClientStream::Tls(t) => ControlChannel::Tls(t.clone()),
+        })
     }
 
     /// Whether the bytes go through TLS.
@@ -215,9 +294,7 @@ impl SessionTls {
         stream: TcpStream,
         peer: SocketAddr,
     ) -> Result<ClientStream, ClientError> {
-        Ok(ClientStream::Tls(Box::new(
-            self.secure(stream, peer, "data")?,
-        )))
+        ClientStream::tls(self.secure(stream, peer, "data")?, peer)
     }
 
     fn handshake_error(
@@ -343,7 +420,7 @@ impl Control<ClientStream> {
                 source,
             })?;
         let secured = tls.secure(dup, server, "control")?;
-        self.replace_stream(ClientStream::Tls(Box::new(secured)));
+        self.replace_stream(ClientStream::tls(secured, server)?);
         Ok(())
     }
 }

@@ -130,7 +130,7 @@ impl Session<ClientStream> {
             let implicit = SessionTls::new(url, &options.tls.verify, server)?;
             let secured = implicit.secure(stream, server, "control")?;
             tls = Some(implicit);
-            ClientStream::Tls(Box::new(secured))
+            ClientStream::tls(secured, server)?
         } else {
             ClientStream::Plain(stream)
         };
@@ -173,12 +173,6 @@ impl Session<ClientStream> {
     /// Turns the RIGHTSIZE extension on if the server offers it
     /// (docs/protocol.md); a refusal only leaves it off.
     pub(crate) fn rightsize_on(&mut self, observer: &mut dyn Observer) -> Result<(), ClientError> {
-        // In-transfer commands go on a clone of the control socket, which
-        // under TLS would be clear bytes in a TLS stream: this end tunes
-        // alone.
-        if self.tls.is_some() {
-            return Ok(());
-        }
         let offered = self
             .features
             .rightsize()

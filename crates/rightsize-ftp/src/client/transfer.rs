@@ -33,7 +33,7 @@ use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::{Sink, read_into};
 use super::pump::{self, Exchange, Pump};
-use super::secure::{ClientStream, TlsReport};
+use super::secure::{ClientStream, ControlChannel, TlsReport};
 use super::session::Session;
 use super::{
     ChecksumReport, Direction, Observer, Options, Output, Progress, Report, TelemetryFile,
@@ -587,7 +587,7 @@ pub(crate) fn open_data(
         (session.rightsize && options.tune.is_some()).then(|| Arc::new(Exchange::default()));
     let to_peer = match &exchange {
         Some(exchange) => Some(pump::sender(
-            control_clone(control, server)?,
+            control_channel(session, server)?,
             Arc::clone(exchange),
         )),
         None => None,
@@ -623,7 +623,7 @@ pub(crate) fn open_data(
     };
     let pump = match (&exchange, monitor.inbox()) {
         (Some(exchange), Some(inbox)) => {
-            let reader = control_clone(session.control.stream().socket(), server)?;
+            let reader = control_channel(session, server)?;
             let input = std::mem::take(session.control.input());
             let pump =
                 Pump::start(reader, input, inbox, Arc::clone(exchange)).map_err(|source| {
@@ -656,9 +656,16 @@ pub(crate) fn open_data(
     })
 }
 
-fn control_clone(control: &TcpStream, server: SocketAddr) -> Result<TcpStream, ClientError> {
-    control
-        .try_clone()
+/// The control connection for the threads of a transfer (clear, or the
+/// session's TLS).
+fn control_channel(
+    session: &Session<ClientStream>,
+    server: SocketAddr,
+) -> Result<ControlChannel, ClientError> {
+    session
+        .control
+        .stream()
+        .channel()
         .map_err(|source| ClientError::ControlIo {
             op: "dup the control socket".to_owned(),
             server,
