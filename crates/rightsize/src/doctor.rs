@@ -70,6 +70,9 @@ pub struct DoctorArgs {
 }
 
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    if args.run.tls.insecure {
+        eprintln!("rightsize: warning: {}", crate::transfer::INSECURE_WARNING);
+    }
     let signals = StopSignals::install().context("catch Ctrl-C")?;
     let stop = || signals.caught().is_some();
     let name = format!("{}:{}", args.server.host(), args.server.port());
@@ -103,6 +106,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         limits: Options {
             connect_timeout: args.run.connect_timeout.0,
             idle_timeout: args.run.timeout.0,
+            tls: args.run.tls.options(),
             ..Options::default()
         },
     };

@@ -15,7 +15,7 @@ use rightsize_tune::diagnose::rtt::{RttStats, loss_percent};
 use serde_json::json;
 
 use crate::target::parse_target;
-use crate::transfer::{Limit, parse_interval};
+use crate::transfer::{INSECURE_WARNING, Limit, TlsArgs, parse_interval};
 
 /// `--timeout` of `ping`, `test` and `doctor`: each wait for a reply.
 pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,6 +66,9 @@ pub struct PingArgs {
     /// Limit for each reply (the greeting, the login, each NOOP).
     #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_REPLY_TIMEOUT))]
     pub timeout: Limit,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// Prints the protocol (with `-v`) and warnings on standard error.
@@ -97,9 +100,13 @@ pub fn run(args: &PingArgs) -> anyhow::Result<ExitCode> {
         limits: Options {
             connect_timeout: args.connect_timeout.0,
             idle_timeout: args.timeout.0,
+            tls: args.tls.options(),
             ..Options::default()
         },
     };
+    if args.tls.insecure {
+        eprintln!("rightsize: warning: {INSECURE_WARNING}");
+    }
     let server = format!("{}:{}", args.server.host(), args.server.port());
     let text = !args.json;
     let mut on_probe = |p: &PingProbe| {
@@ -151,6 +158,9 @@ pub fn ping_summary(server: &str, report: &PingReport) -> String {
         Some(stats) => out.push_str(&format!(", rtt {}\n", stats.ping_line())),
         None => out.push_str(", no rtt\n"),
     }
+    if report.tls {
+        out.push_str("control connection over TLS: each round trip includes its records\n");
+    }
     if !report.rightsize {
         out.push_str("server: not rightsize (no RIGHTSIZE in FEAT); NOOP round trips only\n");
     }
@@ -172,6 +182,7 @@ pub fn ping_json(report: &PingReport) -> serde_json::Value {
         "connect_time_us": micros(report.connect_time),
         "greeting": report.greeting,
         "logged_in": report.logged_in,
+        "tls": report.tls,
         "rightsize": report.rightsize,
         "sent": sent,
         "answered": answered,

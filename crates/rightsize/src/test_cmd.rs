@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::ping::DEFAULT_REPLY_TIMEOUT;
 use crate::target::parse_target;
-use crate::transfer::{Limit, parse_interval};
+use crate::transfer::{Limit, TlsArgs, parse_interval};
 
 /// `--time` of `test` when neither `--time` nor `--bytes` is given.
 pub const DEFAULT_TEST_TIME: Duration = Duration::from_secs(10);
@@ -127,6 +127,9 @@ pub struct RunArgs {
     /// server's through SITE RIGHTSIZE TUNE, if it offers it).
     #[arg(long, value_name = "NAME", default_value = "auto")]
     pub tune: TunerSpec,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl RunArgs {
@@ -378,6 +381,7 @@ pub fn run_one(
         connect_timeout: run.connect_timeout.0,
         idle_timeout: run.timeout.0,
         tune: Some(tune),
+        tls: run.tls.options(),
         ..Options::default()
     };
     let plan = BenchPlan {
@@ -408,6 +412,9 @@ pub fn run_one(
 }
 
 pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
+    if args.run.tls.insecure {
+        eprintln!("rightsize: warning: {}", crate::transfer::INSECURE_WARNING);
+    }
     let signals = StopSignals::install().context("catch Ctrl-C")?;
     let direction = if args.run.reverse {
         BenchDirection::Receive

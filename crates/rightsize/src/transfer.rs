@@ -203,7 +203,7 @@ pub struct TransferArgs {
     pub tls: TlsArgs,
 }
 
-/// FTPS flags of `get` and `put`.
+/// FTPS flags of `get`, `put`, `ping`, `test` and `doctor`.
 #[derive(Debug, Args)]
 pub struct TlsArgs {
     /// Require explicit FTPS (RFC 4217): AUTH TLS, then PBSZ 0 and PROT P, so that the login and

@@ -730,3 +730,64 @@ fn a_tls_data_stream_cut_without_close_notify_fails_and_leaves_no_file() {
     assert!(text.contains(&hint), "{text}");
     assert!(!target.exists(), "a cut download was committed: {text}");
 }
+
+#[test]
+fn ping_and_test_go_over_tls_as_get_does() {
+    let serve = Serve::start(&["--tls-self-signed", "127.0.0.1"]);
+    let addr = serve.addr.to_string();
+    let output = rightsize(&[
+        "ping",
+        &addr,
+        "-c",
+        "2",
+        "-i",
+        "0.05",
+        "--tls",
+        "--pin-sha256",
+        &serve.fingerprint,
+        "--json",
+    ]);
+    assert_success(&output, None);
+    let ping = json(&output);
+    assert_eq!(ping["tls"], true, "{ping}");
+    assert_eq!(ping["answered"], 2, "{ping}");
+    // Without a way to trust the certificate, the opportunistic upgrade
+    // fails and says which flags decide, rather than going on in clear.
+    let output = rightsize(&["ping", &addr, "-c", "1"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--pin-sha256"),
+        "{}",
+        stderr(&output)
+    );
+    for direction in [&[][..], &["-R"][..]] {
+        let output = rightsize(
+            &[
+                &[
+                    "test",
+                    &addr,
+                    "-n",
+                    "20M",
+                    "--tls",
+                    "--pin-sha256",
+                    &serve.fingerprint,
+                ][..],
+                direction,
+                &["--json"][..],
+            ]
+            .concat(),
+        );
+        assert_success(&output, None);
+        let test = json(&output);
+        assert!(
+            test["bytes"].as_u64().unwrap_or(0) >= 20 << 20,
+            "{direction:?}: {test}"
+        );
+    }
+    let output = rightsize(&["test", &addr, "-n", "1M", "-k"]);
+    assert!(
+        stderr(&output).contains("--insecure"),
+        "{}",
+        stderr(&output)
+    );
+}

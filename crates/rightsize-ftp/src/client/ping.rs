@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::url::FtpUrl;
 
-use super::control::{self, Control};
+use super::control;
 use super::error::ClientError;
 use super::features::Features;
 use super::{Observer, Options};
@@ -48,6 +48,8 @@ pub struct PingProbe {
 pub struct PingReport {
     /// The control address connected to.
     pub server: SocketAddr,
+    /// Whether the control connection (and so the `NOOP`s) went over TLS.
+    pub tls: bool,
     /// The TCP handshake of the control connection.
     pub connect_time: Duration,
     /// The first line of the `220` greeting.
@@ -84,17 +86,10 @@ pub fn ping(
     let started = Instant::now();
     let (stream, server) = super::session::connect(url, limits)?;
     let connect_time = started.elapsed();
-    stream
-        .set_read_timeout(Some(limits.idle_timeout))
-        .and_then(|()| stream.set_write_timeout(Some(limits.idle_timeout)))
-        .and_then(|()| stream.set_nodelay(true))
-        .map_err(|source| ClientError::ControlIo {
-            op: "set the timeouts".to_owned(),
-            server,
-            source,
-        })?;
-    let mut control = Control::new(stream, server, limits.idle_timeout);
-    let greeting = control::greeting(&mut control, observer)?;
+    // TLS as `get` does (`--tls`, `ftps://`, or when the server offers
+    // it): a server with a certificate takes no login in clear.
+    let (mut control, greeting, tls) =
+        super::session::greeted(stream, server, url, limits, observer)?;
     let logged_in = match control::login(&mut control, url.user(), url.password(), observer) {
         Ok(()) => true,
         Err(e @ ClientError::LoginRefused { .. }) => {
@@ -107,6 +102,7 @@ pub fn ping(
     let rightsize = Features::new(&greeting, Some(&feat)).rightsize().is_some();
     let mut report = PingReport {
         server,
+        tls: tls.is_some(),
         connect_time,
         greeting: greeting.lines().first().cloned().unwrap_or_default(),
         logged_in,

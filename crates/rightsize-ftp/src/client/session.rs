@@ -101,6 +101,47 @@ pub(crate) fn connect(
     }
 }
 
+/// The control connection `stream` to `server`, up to and including TLS:
+/// its timeouts, TLS at once for `ftps://`, the greeting, then `AUTH TLS`
+/// as [`Options::tls`] says. Not logged in yet.
+pub(crate) fn greeted(
+    stream: TcpStream,
+    server: SocketAddr,
+    url: &FtpUrl,
+    options: &Options,
+    observer: &mut dyn Observer,
+) -> Result<(Control<ClientStream>, Reply, Option<SessionTls>), ClientError> {
+    if url.implicit_tls() && options.tls.mode == TlsMode::Off {
+        return Err(ClientError::ImplicitWithoutTls {
+            url: url.to_string(),
+        });
+    }
+    let timeouts = stream
+        .set_read_timeout(Some(options.idle_timeout))
+        .and_then(|()| stream.set_write_timeout(Some(options.idle_timeout)))
+        .and_then(|()| stream.set_nodelay(true));
+    timeouts.map_err(|source| ClientError::ControlIo {
+        op: "set the timeouts".to_owned(),
+        server,
+        source,
+    })?;
+    let mut tls = None;
+    let stream = if url.implicit_tls() {
+        let implicit = SessionTls::new(url, &options.tls.verify, server)?;
+        let secured = implicit.secure(stream, server, "control")?;
+        tls = Some(implicit);
+        ClientStream::tls(secured, server)?
+    } else {
+        ClientStream::Plain(stream)
+    };
+    let mut control = Control::new(stream, server, options.idle_timeout);
+    let greeting = control::greeting(&mut control, observer)?;
+    if tls.is_none() {
+        tls = secure::negotiate(&mut control, &greeting, url, &options.tls, observer)?;
+    }
+    Ok((control, greeting, tls))
+}
+
 impl Session<ClientStream> {
     /// Connects (with TLS at once for `ftps://`), reads the greeting, asks
     /// for TLS as [`Options::tls`] says (`AUTH TLS`, `PBSZ 0`, `PROT P`),
@@ -110,35 +151,8 @@ impl Session<ClientStream> {
         options: &Options,
         observer: &mut dyn Observer,
     ) -> Result<Session<ClientStream>, ClientError> {
-        if url.implicit_tls() && options.tls.mode == TlsMode::Off {
-            return Err(ClientError::ImplicitWithoutTls {
-                url: url.to_string(),
-            });
-        }
         let (stream, server) = connect(url, options)?;
-        let timeouts = stream
-            .set_read_timeout(Some(options.idle_timeout))
-            .and_then(|()| stream.set_write_timeout(Some(options.idle_timeout)))
-            .and_then(|()| stream.set_nodelay(true));
-        timeouts.map_err(|source| ClientError::ControlIo {
-            op: "set the timeouts".to_owned(),
-            server,
-            source,
-        })?;
-        let mut tls = None;
-        let stream = if url.implicit_tls() {
-            let implicit = SessionTls::new(url, &options.tls.verify, server)?;
-            let secured = implicit.secure(stream, server, "control")?;
-            tls = Some(implicit);
-            ClientStream::tls(secured, server)?
-        } else {
-            ClientStream::Plain(stream)
-        };
-        let mut control = Control::new(stream, server, options.idle_timeout);
-        let greeting = control::greeting(&mut control, observer)?;
-        if tls.is_none() {
-            tls = secure::negotiate(&mut control, &greeting, url, &options.tls, observer)?;
-        }
+        let (mut control, greeting, tls) = greeted(stream, server, url, options, observer)?;
         if tls.is_some() {
             secure::protect(&mut control, observer)?;
         }
