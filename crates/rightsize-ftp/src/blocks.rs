@@ -41,6 +41,8 @@ use rightsize_ftp_proto::mode_e::{
 };
 use rightsize_sys::poll;
 
+use crate::stream::{DataStream, Secure};
+
 /// Bytes per block, as the Globus server sends them.
 pub(crate) const BLOCK_BYTES: u64 = 256 * 1024;
 /// How often the accept loop looks for the end.
@@ -122,22 +124,22 @@ pub(crate) trait WriteAt: Send {
 /// ended: with `keep`, the streams, open for the next transfer; otherwise
 /// none.
 pub(crate) fn send(
-    streams: Vec<TcpStream>,
+    streams: Vec<DataStream>,
     source: &Source,
     blocks: Blocks,
     moved: &AtomicU64,
     (stop, enough): (&(dyn Fn() -> bool + Sync), &(dyn Fn() -> bool + Sync)),
     keep: bool,
-) -> Result<Vec<TcpStream>, Failure> {
+) -> Result<Vec<DataStream>, Failure> {
     let blocks = Mutex::new(blocks);
     let failed = AtomicBool::new(false);
     let count = streams.len() as u64;
     let close = if keep { 0 } else { descriptor::CLOSE };
-    let results: Vec<Result<TcpStream, Failure>> = thread::scope(|scope| {
+    let results: Vec<Result<DataStream, Failure>> = thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
             .enumerate()
-            .map(|(i, stream)| {
+            .map(|(i, mut stream)| {
                 let (blocks, failed) = (&blocks, &failed);
                 let last = if i == 0 {
                     Header {
@@ -151,12 +153,12 @@ pub(crate) fn send(
                 scope.spawn(move || {
                     let halted = || stop() || failed.load(Ordering::SeqCst);
                     let result =
-                        send_stream(&stream, source, (blocks, enough), last, moved, &halted);
+                        send_stream(&mut stream, source, (blocks, enough), last, moved, &halted);
                     if result.is_err() {
                         failed.store(true, Ordering::SeqCst);
-                        let _ = stream.shutdown(Shutdown::Both);
+                        let _ = stream.socket().shutdown(Shutdown::Both);
                     } else if !keep {
-                        let _ = stream.shutdown(Shutdown::Write);
+                        let _ = stream.end();
                     }
                     result.map(|()| stream)
                 })
@@ -187,7 +189,7 @@ pub(crate) fn send(
 /// One stream's share: blocks until none is left (or `enough`), then
 /// `last`.
 fn send_stream(
-    mut stream: &TcpStream,
+    stream: &mut DataStream,
     source: &Source,
     (blocks, enough): (&Mutex<Blocks>, &(dyn Fn() -> bool + Sync)),
     last: Header,
@@ -235,7 +237,10 @@ pub(crate) struct Incoming<'a> {
     /// The only address allowed to.
     pub(crate) peer: IpAddr,
     /// Connections an earlier transfer kept open.
-    pub(crate) cached: Vec<TcpStream>,
+    pub(crate) cached: Vec<DataStream>,
+    /// What each new connection goes through before its blocks (its TLS
+    /// handshake under `PROT P`).
+    pub(crate) secure: Secure<'a>,
     /// How long to wait with no connection running.
     pub(crate) connect_timeout: Duration,
     /// How long a connection may move nothing.
@@ -252,7 +257,7 @@ pub(crate) struct Received {
     /// Connections refused because they came from another address.
     pub(crate) strangers: u32,
     /// Connections that ended their data with EOD and stay open.
-    pub(crate) kept: Vec<TcpStream>,
+    pub(crate) kept: Vec<DataStream>,
     /// The byte ranges held at the end (those given at the start
     /// included), whole or not.
     pub(crate) ranges: Ranges,
@@ -303,6 +308,7 @@ pub(crate) fn receive(
         listener,
         peer,
         cached,
+        secure,
         connect_timeout,
         idle_timeout,
     } = incoming;
@@ -310,40 +316,46 @@ pub(crate) fn receive(
         let mut running = Vec::new();
         let mut handles = Vec::new();
         let mut accepted = 0u32;
-        let mut spawn =
-            |stream: TcpStream, own: Option<Arc<AtomicU64>>, received: &mut Received| {
-                let _ = stream.set_read_timeout(Some(READ_POLL));
-                if received.first.is_none() {
-                    on_first(&stream);
-                    received.first = stream.try_clone().ok();
-                    received.started = Some(Instant::now());
-                }
-                running.extend(stream.try_clone().ok());
-                active.fetch_add(1, Ordering::SeqCst);
-                let (shared, halted, done, active) = (&shared, &halted, &done, &active);
-                let wake = wake.as_ref();
-                let end = End {
-                    finish: finish.as_ref(),
-                    finished: finished.as_ref(),
-                };
-                handles.push(scope.spawn(move || {
-                    let counted = Counted { all: moved, own };
-                    let (kept, result) =
-                        receive_stream(stream, shared, &counted, halted, done, idle_timeout, end);
-                    if let Err(failure) = result {
-                        let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        s.failed.get_or_insert(failure);
-                    }
-                    active.fetch_sub(1, Ordering::SeqCst);
-                    if let Some(mut wake) = wake {
-                        let _ = wake.write_all(&[1]);
-                    }
-                    kept
-                }));
+        let mut spawn = |arrival: Arrival, own: Option<Arc<AtomicU64>>, received: &mut Received| {
+            let socket = arrival.socket();
+            if received.first.is_none() {
+                on_first(socket);
+                received.first = socket.try_clone().ok();
+                received.started = Some(Instant::now());
+            }
+            running.extend(socket.try_clone().ok());
+            active.fetch_add(1, Ordering::SeqCst);
+            let (shared, halted, done, active) = (&shared, &halted, &done, &active);
+            let wake = wake.as_ref();
+            let end = End {
+                finish: finish.as_ref(),
+                finished: finished.as_ref(),
             };
+            handles.push(scope.spawn(move || {
+                let counted = Counted { all: moved, own };
+                let (kept, result) = match arrival.secured(secure, idle_timeout) {
+                    Ok(stream) => {
+                        receive_stream(stream, shared, &counted, halted, done, idle_timeout, end)
+                    }
+                    Err(failure) => {
+                        end.signal();
+                        (None, Err(failure))
+                    }
+                };
+                if let Err(failure) = result {
+                    let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    s.failed.get_or_insert(failure);
+                }
+                active.fetch_sub(1, Ordering::SeqCst);
+                if let Some(mut wake) = wake {
+                    let _ = wake.write_all(&[1]);
+                }
+                kept
+            }));
+        };
         for stream in cached {
-            let own = on_connect(&stream);
-            spawn(stream, own, &mut received);
+            let own = on_connect(stream.socket());
+            spawn(Arrival::Kept(stream), own, &mut received);
         }
         // Until the EODs the EOF announced are in, more connections may
         // come (GFD.20: one may still be opening when the others end).
@@ -398,7 +410,7 @@ pub(crate) fn receive(
                 break;
             }
             let own = on_connect(&stream);
-            spawn(stream, own, &mut received);
+            spawn(Arrival::New(stream), own, &mut received);
         }
         // A failure stops the connections still reading at once.
         if halted() {
@@ -409,7 +421,7 @@ pub(crate) fn receive(
         handles
             .into_iter()
             .filter_map(|h| h.join().ok().flatten())
-            .collect::<Vec<TcpStream>>()
+            .collect::<Vec<DataStream>>()
     });
     let Shared {
         assembly, failed, ..
@@ -429,6 +441,37 @@ pub(crate) fn receive(
         received.kept = kept;
     }
     (outcome, received)
+}
+
+/// A connection to receive on: kept from an earlier transfer, or just
+/// accepted (its TLS, if any, still to come).
+enum Arrival {
+    Kept(DataStream),
+    New(TcpStream),
+}
+
+impl Arrival {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Arrival::Kept(s) => s.socket(),
+            Arrival::New(s) => s,
+        }
+    }
+
+    /// The stream to read blocks from: a new connection through `secure`
+    /// (its handshake within `idle_timeout`), then read every
+    /// [`READ_POLL`] at most.
+    fn secured(self, secure: Secure<'_>, idle_timeout: Duration) -> Result<DataStream, Failure> {
+        let stream = match self {
+            Arrival::Kept(s) => s,
+            Arrival::New(s) => {
+                let _ = s.set_read_timeout(Some(idle_timeout));
+                secure(s).map_err(Failure::Connect)?
+            }
+        };
+        let _ = stream.socket().set_read_timeout(Some(READ_POLL));
+        Ok(stream)
+    }
 }
 
 /// Waits up to [`ACCEPT_POLL`] for a connection to accept, or for a
@@ -515,14 +558,14 @@ impl Counted<'_> {
 }
 
 fn receive_stream(
-    stream: TcpStream,
+    stream: DataStream,
     shared: &Mutex<Shared<'_>>,
     moved: &Counted<'_>,
     halted: &dyn Fn() -> bool,
     done: &dyn Fn() -> bool,
     idle_timeout: Duration,
     end: End<'_>,
-) -> (Option<TcpStream>, Result<(), Failure>) {
+) -> (Option<DataStream>, Result<(), Failure>) {
     let (kept, result) = read_stream(stream, shared, moved, halted, done, idle_timeout, end);
     if result.is_err() || done() {
         end.signal();
@@ -531,14 +574,14 @@ fn receive_stream(
 }
 
 fn read_stream(
-    mut stream: TcpStream,
+    mut stream: DataStream,
     shared: &Mutex<Shared<'_>>,
     moved: &Counted<'_>,
     halted: &dyn Fn() -> bool,
     done: &dyn Fn() -> bool,
     idle_timeout: Duration,
     end: End<'_>,
-) -> (Option<TcpStream>, Result<(), Failure>) {
+) -> (Option<DataStream>, Result<(), Failure>) {
     let mut reader = BlockReader::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut closing = false;
@@ -547,9 +590,9 @@ fn read_stream(
     // Read first, wait only when nothing is there: one system call per
     // read while the data flows (a wait before every read doubled them).
     // A kept connection goes back to blocking.
-    let _ = stream.set_nonblocking(true);
-    let keep = |stream: TcpStream| {
-        let _ = stream.set_nonblocking(false);
+    let _ = stream.socket().set_nonblocking(true);
+    let keep = |stream: DataStream| {
+        let _ = stream.socket().set_nonblocking(false);
         Some(stream)
     };
     loop {
@@ -586,7 +629,7 @@ fn read_stream(
                     let idle = format!("a data connection moved nothing for {idle_timeout:?}");
                     return (None, Err(Failure::Network(idle)));
                 }
-                end.wait(&stream);
+                end.wait(stream.socket());
                 continue;
             }
             Err(e) => return (None, Err(Failure::Network(e.to_string()))),

@@ -7,6 +7,7 @@
 mod blocks;
 pub mod client;
 pub mod server;
+mod stream;
 pub mod telemetry;
 pub mod tls;
 pub mod tuning;

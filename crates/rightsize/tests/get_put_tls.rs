@@ -612,9 +612,14 @@ fn tls_required_from_a_server_without_it_quotes_its_answer() {
     ]);
     assert_success(&output, Some(&server));
     assert_eq!(json(&output)["tls"]["control"], false);
-    // -P over TLS is refused rather than sent in clear.
+}
+
+#[test]
+fn parallel_streams_go_over_tls_each_way_and_resume_the_session() {
     let serve = Serve::start(&["--tls-self-signed", "127.0.0.1"]);
-    std::fs::write(serve.files().join("f.bin"), random_bytes(MIB, 37)).unwrap();
+    let data = random_bytes(6 * MIB + 3, 37);
+    std::fs::write(serve.files().join("f.bin"), &data).unwrap();
+    let out = tempfile::tempdir().unwrap();
     let p = out.path().join("p.bin");
     let output = rightsize(&[
         "get",
@@ -623,16 +628,46 @@ fn tls_required_from_a_server_without_it_quotes_its_answer() {
         p.to_str().unwrap(),
         "-P",
         "4",
+        "--tls",
+        "--pin-sha256",
+        &serve.fingerprint,
+        "--json",
+    ]);
+    assert_success(&output, None);
+    assert!(same_bytes(&p, &data), "get -P 4 over TLS: bytes differ");
+    assert_eq!(json(&output)["streams"], 4, "{}", json(&output));
+    let tls = &json(&output)["tls"];
+    assert_eq!(tls["data"], true, "{tls}");
+    assert_eq!(tls["resumed"], true, "every stream resumes: {tls}");
+    let output = rightsize(&[
+        "put",
+        p.to_str().unwrap(),
+        &serve.url("ftp", "/up4.bin"),
+        "-P",
+        "4",
+        "--tls",
         "--pin-sha256",
         &serve.fingerprint,
     ]);
-    assert!(!output.status.success());
+    assert_success(&output, None);
     assert!(
-        stderr(&output).contains("-P N over TLS is not supported"),
-        "{}",
-        stderr(&output)
+        same_bytes(&serve.files().join("up4.bin"), &data),
+        "put -P 4 over TLS: bytes differ"
     );
-    assert!(!p.exists());
+    // The memory-to-memory test over two TLS streams.
+    let output = rightsize(&[
+        "test",
+        &serve.addr.to_string(),
+        "-P",
+        "2",
+        "-n",
+        "8M",
+        "--tls",
+        "--pin-sha256",
+        &serve.fingerprint,
+        "--json",
+    ]);
+    assert_success(&output, None);
 }
 
 /// A scripted FTPS server on 127.0.0.1 (explicit TLS, with `tls`) that

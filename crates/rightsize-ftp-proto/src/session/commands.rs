@@ -347,12 +347,6 @@ fn take_endpoint(session: &mut Session) -> Option<DataEndpoint> {
 }
 
 fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<Output> {
-    if session.extended && session.tls.private {
-        return reply(
-            504,
-            "MODE E data connections are not protected by this server: use MODE S with PROT P, or PROT C.",
-        );
-    }
     // MODE E: the sender connects (GFD.20); a listing goes over one
     // connection; a store takes the connections the client opens.
     let extended = match (&kind, session.extended, &session.data) {

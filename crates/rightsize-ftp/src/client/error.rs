@@ -301,12 +301,6 @@ pub enum ClientError {
         #[source]
         source: Box<crate::tls::TlsError>,
     },
-    /// `-P N` on a TLS session: MODE E's streams are not secured.
-    #[error("{server}: -P N over TLS is not supported; use -P 1 or --no-tls")]
-    ParallelTls {
-        /// The server's address.
-        server: SocketAddr,
-    },
     /// `ftps://` with `--no-tls`.
     #[error(
         "{url} is implicit FTPS (TLS from the first byte), which --no-tls forbids; write ftp:// to transfer in clear"

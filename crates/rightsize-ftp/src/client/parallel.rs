@@ -239,6 +239,7 @@ fn get_into(
         streams,
         trials,
     } = ran;
+    let tls = session.as_ref().and_then(|s| s.tls.clone());
     let (started, first) = hooks.take_first().unzip();
     let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
     let checksum = match (checksum, target) {
@@ -285,6 +286,7 @@ fn get_into(
         checksum,
     );
     report.resumed_bytes = held.total();
+    report.tls = tls.map(|t| t.streams_report());
     report.tuning = streams_tuning(&hooks.tuners);
     report.stream_trials = trials
         .iter()
@@ -339,11 +341,13 @@ pub(super) fn retr_streams(
         });
     };
     before(session, observer)?;
+    let secure = session.mode_e_secure();
     let early = session.begin(&Command::Retr(arg(path, "path")?), path, observer)?;
     let incoming = Incoming {
         listener,
         peer: server.ip(),
         cached: Vec::new(),
+        secure: &secure,
         connect_timeout: options.connect_timeout,
         idle_timeout: options.idle_timeout,
     };
@@ -608,6 +612,7 @@ pub(crate) fn put(
     }
     let checksum = finish_checksum(&mut session, checksum, &path, options.verify, observer)?;
     let server = session.control.server();
+    let tls = session.tls.as_ref().map(|t| t.streams_report());
     session.quit(observer);
     let mut report = report(
         url,
@@ -621,6 +626,7 @@ pub(crate) fn put(
     );
     report.local_path = Some(local.to_path_buf());
     report.tuning = stored.tuning;
+    report.tls = tls;
     server_side(&mut report, &stored.reply);
     Ok(report)
 }
@@ -692,6 +698,12 @@ pub(super) fn stor_blocks(
     if !reply.is_preliminary() {
         return Err(session.remote_error("STOR", path, &reply));
     }
+    // Under PROT P each connection's handshake now: the server takes them
+    // once it has the STOR.
+    let connections = connections
+        .into_iter()
+        .map(|c| session.mode_e_stream(c, addr))
+        .collect::<Result<Vec<_>, _>>()?;
     let started = Instant::now();
     let result = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
@@ -749,7 +761,6 @@ fn extended_setup(
     streams: u32,
     observer: &mut dyn Observer,
 ) -> Result<Option<u64>, ClientError> {
-    session.refuse_parallel_tls()?;
     let opts = OptsOther::new(
         Token::from_bytes(b"RETR").map_err(|_| ClientError::Parallel {
             why: "the RETR options could not be written",

@@ -18,6 +18,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::command::ProtectionLevel;
@@ -230,6 +232,9 @@ pub(crate) struct SessionTls {
     verify: Verify,
     /// `ftps://`.
     pub(crate) implicit: bool,
+    /// Data connections secured, and those that resumed the session,
+    /// over all the clones (a MODE E transfer's streams).
+    secured: Arc<(AtomicU32, AtomicU32)>,
 }
 
 /// The name a certificate must carry for `host` (an address without
@@ -272,6 +277,7 @@ impl SessionTls {
             host: tls_name(url.host()),
             verify: verify.clone(),
             implicit: url.implicit_tls(),
+            secured: Arc::default(),
         })
     }
 
@@ -283,9 +289,32 @@ impl SessionTls {
         peer: SocketAddr,
         channel: &'static str,
     ) -> Result<TlsStream, ClientError> {
-        self.client
+        let secured = self
+            .client
             .connect(&self.host, stream)
-            .map_err(|source| self.handshake_error(peer, channel, source))
+            .map_err(|source| self.handshake_error(peer, channel, source))?;
+        if channel == "data" {
+            self.secured.0.fetch_add(1, Ordering::Relaxed);
+            if secured.resumed() {
+                self.secured.1.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(secured)
+    }
+
+    /// What TLS covered in a MODE E transfer: every stream is TLS;
+    /// `resumed` when every one resumed the session.
+    pub(crate) fn streams_report(&self) -> TlsReport {
+        let (made, resumed) = (
+            self.secured.0.load(Ordering::Relaxed),
+            self.secured.1.load(Ordering::Relaxed),
+        );
+        TlsReport {
+            control: true,
+            data: made > 0,
+            resumed: made > 0 && resumed == made,
+            implicit: self.implicit,
+        }
     }
 
     /// A data connection of this session: TLS, resuming the session.

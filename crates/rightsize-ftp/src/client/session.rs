@@ -24,6 +24,7 @@ use super::error::ClientError;
 use super::features::Features;
 use super::secure::{self, ClientStream, SessionTls, TlsMode, TlsReport};
 use super::{Observer, Options, SbufReport};
+use crate::stream::DataStream;
 use crate::tuning::{self, EarlyProbes};
 use rightsize_tune::{Peer, Role, TunerSpec};
 
@@ -174,13 +175,33 @@ impl Session<ClientStream> {
         }
     }
 
-    /// `-P N` cannot go over TLS: MODE E's streams would be in clear.
-    pub(crate) fn refuse_parallel_tls(&self) -> Result<(), ClientError> {
-        match self.tls {
-            Some(_) => Err(ClientError::ParallelTls {
-                server: self.control.server(),
-            }),
-            None => Ok(()),
+    /// A MODE E data connection of this session to `peer`: TLS under
+    /// `PROT P` (resuming the session), else as it is.
+    pub(crate) fn mode_e_stream(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<DataStream, ClientError> {
+        match &self.tls {
+            Some(tls) => tls
+                .secure(stream, peer, "data")
+                .map(|s| DataStream::Tls(Box::new(s))),
+            None => Ok(DataStream::Plain(stream)),
+        }
+    }
+
+    /// [`Session::mode_e_stream`] for the threads that accept a MODE E
+    /// transfer's connections (an error in words).
+    pub(crate) fn mode_e_secure(
+        &self,
+    ) -> impl Fn(TcpStream) -> Result<DataStream, String> + Sync + use<> {
+        let (tls, server) = (self.tls.clone(), self.control.server());
+        move |stream| match &tls {
+            Some(tls) => tls
+                .secure(stream, server, "data")
+                .map(|s| DataStream::Tls(Box::new(s)))
+                .map_err(|e| e.to_string()),
+            None => Ok(DataStream::Plain(stream)),
         }
     }
 

@@ -33,6 +33,7 @@ use rightsize_tune::crowd::Crowded;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 
+use crate::stream::DataStream;
 use crate::tls::Pump;
 use crate::tuning::{self, StreamTuners};
 
@@ -105,9 +106,9 @@ enum Cached {
     #[default]
     None,
     /// The client's, after its upload.
-    Received(Vec<TcpStream>),
+    Received(Vec<DataStream>),
     /// Ours, to this address, after a send.
-    Sent(SocketAddr, Vec<TcpStream>),
+    Sent(SocketAddr, Vec<DataStream>),
 }
 
 /// Serves one control connection to its end. `slot` is the connection's

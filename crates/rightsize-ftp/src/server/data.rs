@@ -32,6 +32,7 @@ use rightsize_sys::telemetry::Finished;
 use rightsize_sys::{poll, zero_copy};
 use rightsize_tune::write_size::WriteSize;
 
+use crate::stream::DataStream;
 use crate::tls::{ServerTls, TlsStream};
 use crate::tuning::StreamsTuned;
 
@@ -184,7 +185,7 @@ pub struct DataReport {
     pub final_tcp_info: Option<rightsize_tune::tcpinfo::TcpInfoSample>,
     /// MODE E connections kept open for the next transfer: the client's
     /// after an upload, ours after a send.
-    pub kept: Vec<TcpStream>,
+    pub kept: Vec<DataStream>,
     /// Where a MODE E send's kept connections go (`None` for an upload).
     pub sent_to: Option<SocketAddr>,
 }

@@ -36,6 +36,7 @@ use rightsize_sys::socket;
 
 use super::data::{AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
+use crate::stream::DataStream;
 use crate::tuning::StreamTuners;
 
 /// The sink of a receive (`None` discards), which also notes each
@@ -65,7 +66,7 @@ pub struct Outgoing<'a> {
     /// The client's PORT/EPRT address.
     pub addr: SocketAddr,
     /// Connections to `addr` kept open by the last send there.
-    pub cached: Vec<TcpStream>,
+    pub cached: Vec<DataStream>,
     /// Keep them open after this send.
     pub keep: bool,
     /// Byte ranges the client has already (`REST` with ranges): not sent.
@@ -80,7 +81,7 @@ pub struct Arriving<'a> {
     /// The passive listener.
     pub listener: TcpListener,
     /// The connections the client kept open after its last upload.
-    pub cached: Vec<TcpStream>,
+    pub cached: Vec<DataStream>,
     /// The streams' tuners.
     pub tuners: &'a StreamTuners,
 }
@@ -114,20 +115,24 @@ pub fn run(
             return report;
         }
     };
-    let mut connections: Vec<TcpStream> = cached
+    let mut connections: Vec<DataStream> = cached
         .into_iter()
-        .filter(still_open)
+        .filter(|c| still_open(c.socket()))
         .take(usize::try_from(streams.max(1)).unwrap_or(1))
         .collect();
     while connections.len() < usize::try_from(streams.max(1)).unwrap_or(1) {
-        match socket::connect(addr, &params.request, params.connect_timeout) {
-            Ok((stream, applied)) => {
+        let made = socket::connect(addr, &params.request, params.connect_timeout)
+            .map_err(|e| format!("{e}"))
+            .and_then(|(stream, applied)| {
                 report.applied.get_or_insert(applied);
                 let _ = stream.set_write_timeout(Some(params.idle_timeout));
-                connections.push(stream);
-            }
-            Err(e) => {
-                report.outcome = TransferOutcome::DataConnectFailed(format!("{e}"));
+                let _ = stream.set_read_timeout(Some(params.idle_timeout));
+                secure(params, stream)
+            });
+        match made {
+            Ok(stream) => connections.push(stream),
+            Err(why) => {
+                report.outcome = TransferOutcome::DataConnectFailed(why);
                 return report;
             }
         }
@@ -136,8 +141,9 @@ pub fn run(
         return report;
     };
     for connection in &connections {
-        tuners.tune(connection);
+        tuners.tune(connection.socket());
     }
+    let first = first.socket();
     report.peer = first.peer_addr().ok();
     abort.watch(first);
     on_connect(first);
@@ -147,7 +153,7 @@ pub fn run(
     let draining: Vec<TcpStream> = if params.drain {
         connections
             .iter()
-            .filter_map(|c| c.try_clone().ok())
+            .filter_map(|c| c.socket().try_clone().ok())
             .collect()
     } else {
         Vec::new()
@@ -214,10 +220,12 @@ pub fn receive(
         Sink::File(target) => Some(target),
         Sink::Discard => None,
     };
+    let secured = |stream: TcpStream| secure(params, stream);
     let incoming = Incoming {
         listener: &listener,
         peer: params.control_peer,
         cached,
+        secure: &secured,
         connect_timeout: params.connect_timeout,
         idle_timeout: params.idle_timeout,
     };
@@ -262,6 +270,18 @@ pub fn receive(
         report.kept = received.kept;
     }
     report
+}
+
+/// A MODE E connection just made or accepted: under `PROT P` after its
+/// TLS handshake (this end the server's side), else as it is.
+fn secure(params: &DataParams, stream: TcpStream) -> Result<DataStream, String> {
+    match &params.tls {
+        Some(tls) => tls
+            .accept(stream)
+            .map(|s| DataStream::Tls(Box::new(s)))
+            .map_err(|e| format!("TLS on a data connection (PROT P): {e}")),
+        None => Ok(DataStream::Plain(stream)),
+    }
 }
 
 /// The source, and the byte range `start..end` to send.

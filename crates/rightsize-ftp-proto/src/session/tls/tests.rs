@@ -109,7 +109,7 @@ fn ccc_is_refused_and_implicit_ftps_starts_protected() {
 }
 
 #[test]
-fn mode_e_is_not_sent_in_clear_under_prot_p() {
+fn mode_e_streams_are_protected_under_prot_p_too() {
     let mut c = explicit(false);
     c.send("AUTH TLS");
     c.send("PBSZ 0");
@@ -118,5 +118,6 @@ fn mode_e_is_not_sent_in_clear_under_prot_p() {
     c.send("PASS secret");
     assert_eq!(c.codes("MODE E"), [200]);
     c.send("PORT 198,18,0,2,200,10");
-    assert_eq!(c.codes("RETR /pub/a.bin"), [504]);
+    let plan = c.transfer("RETR /pub/a.bin");
+    assert!(plan.extended.is_some() && plan.private, "{plan:?}");
 }

@@ -403,6 +403,7 @@ fn lane(
         rest_ranges(&mut session, &held, shared.url, &mut relay)?;
     }
     let path = shared.url.path();
+    let secure = session.mode_e_secure();
     let early = session.begin(&Command::Retr(arg(path, "path")?), path, &mut relay)?;
     let hooks = shared.hooks;
     let server = session.control.server();
@@ -410,6 +411,7 @@ fn lane(
         listener,
         peer: server.ip(),
         cached: Vec::new(),
+        secure: &secure,
         connect_timeout: shared.options.connect_timeout,
         idle_timeout: shared.options.idle_timeout,
     };

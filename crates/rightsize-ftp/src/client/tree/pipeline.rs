@@ -43,6 +43,7 @@ use crate::client::local::PartFile;
 use crate::client::session::Session;
 use crate::client::transfer::start_checksum;
 use crate::client::{MAX_LISTING_BYTES, Observer, Options};
+use crate::stream::{self, DataStream};
 
 /// Commands sent ahead of the replies read. The rightsize server holds 32
 /// during a transfer; this leaves room for an `ABOR` or `STAT`.
@@ -309,7 +310,11 @@ fn receive_blocks(
     let incoming = Incoming {
         listener,
         peer: server.ip(),
-        cached: std::mem::take(kept),
+        cached: std::mem::take(kept)
+            .into_iter()
+            .map(DataStream::Plain)
+            .collect(),
+        secure: &stream::plain,
         connect_timeout: options.connect_timeout,
         idle_timeout: options.idle_timeout,
     };
@@ -327,7 +332,11 @@ fn receive_blocks(
     );
     match result {
         Ok(_) => {
-            *kept = received.kept;
+            *kept = received
+                .kept
+                .into_iter()
+                .filter_map(DataStream::into_plain)
+                .collect();
             Ok(moved.load(Ordering::Relaxed))
         }
         Err(Failure::Stopped) => Err(ClientError::Interrupted {

@@ -44,6 +44,7 @@ use crate::client::error::ClientError;
 use crate::client::local::read_into;
 use crate::client::session::Session;
 use crate::client::transfer::{open_upload, put_file, start_checksum};
+use crate::stream::DataStream;
 
 /// Uploads the directory `dir`, and everything under it, to `url`: a URL
 /// ending in `/` gets the directory's name appended (as `put` does with a
@@ -432,7 +433,10 @@ fn store(
     };
     let moved = AtomicU64::new(0);
     let sent = blocks::send(
-        std::mem::take(streams),
+        std::mem::take(streams)
+            .into_iter()
+            .map(DataStream::Plain)
+            .collect(),
         &blocks::Source::File(file),
         Blocks::new(size, &Ranges::new(), BLOCK_BYTES),
         &moved,
@@ -442,7 +446,12 @@ fn store(
     let bytes = moved.load(Ordering::Relaxed);
     forward.moved(bytes);
     match sent {
-        Ok(kept) => *streams = kept,
+        Ok(kept) => {
+            *streams = kept
+                .into_iter()
+                .filter_map(DataStream::into_plain)
+                .collect();
+        }
         Err(failure) => {
             let why = match failure {
                 Failure::Stopped => "interrupted".to_owned(),
