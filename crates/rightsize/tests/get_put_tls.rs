@@ -639,6 +639,25 @@ fn parallel_streams_go_over_tls_each_way_and_resume_the_session() {
     let tls = &json(&output)["tls"];
     assert_eq!(tls["data"], true, "{tls}");
     assert_eq!(tls["resumed"], true, "every stream resumes: {tls}");
+    let auto = out.path().join("auto.bin");
+    let output = rightsize(&[
+        "get",
+        &serve.url("ftp", "/f.bin"),
+        "-o",
+        auto.to_str().unwrap(),
+        "-P",
+        "auto",
+        "--tls",
+        "--pin-sha256",
+        &serve.fingerprint,
+        "--json",
+    ]);
+    assert_success(&output, None);
+    assert!(
+        same_bytes(&auto, &data),
+        "get -P auto over TLS: bytes differ"
+    );
+    assert_eq!(json(&output)["tls"]["data"], true, "{}", json(&output));
     let output = rightsize(&[
         "put",
         p.to_str().unwrap(),

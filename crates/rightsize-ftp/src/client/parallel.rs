@@ -238,8 +238,8 @@ fn get_into(
         plan,
         streams,
         trials,
+        tls,
     } = ran;
-    let tls = session.as_ref().and_then(|s| s.tls.clone());
     let (started, first) = hooks.take_first().unzip();
     let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
     let checksum = match (checksum, target) {
@@ -386,6 +386,8 @@ struct Ran {
     streams: u32,
     /// `-P auto`'s trials: streams and goodput.
     trials: Vec<(u32, f64)>,
+    /// The TLS of the first session, whose streams the report describes.
+    tls: Option<super::secure::SessionTls>,
 }
 
 /// The whole download (what `got` lacks) as one `RETR` over `streams`
@@ -436,6 +438,7 @@ fn one_retr(
         return Err(session.remote_error("RETR", path, &reply));
     }
     Ok(Ran {
+        tls: session.tls.clone(),
         session: Some(session),
         plan,
         streams,

@@ -186,6 +186,7 @@ pub(super) fn run(
     observer: &mut dyn Observer,
 ) -> Result<Ran, ClientError> {
     let trial = chooser::phase_length(control_rtt(&session));
+    let tls = session.tls.clone();
     let shared = Shared {
         url,
         options,
@@ -347,6 +348,7 @@ pub(super) fn run(
         }
     }
     Ok(Ran {
+        tls,
         session,
         plan: first.plan,
         // The streams the chooser settled on (a lane that replaced one
