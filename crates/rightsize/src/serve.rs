@@ -221,6 +221,24 @@ fn reload_on_hangup(tls: CurrentTls, cert: PathBuf, key: PathBuf) -> anyhow::Res
     Ok(())
 }
 
+/// Says on stderr (even with `-q`) when other users of the host can read
+/// the password file: its PBKDF2 hashes can then be attacked offline.
+fn warn_if_readable_by_others(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "rightsize serve: warning: the password file {} has mode {mode:04o}: others on this host can read its hashes and try passwords offline; chmod 600 {}",
+            path.display(),
+            path.display()
+        );
+    }
+}
+
 /// `--buffer-budget`: a size that holds at least one data connection.
 fn parse_budget(input: &str) -> Result<Bytes, String> {
     let bytes = Bytes::parse_positive(input).map_err(|e| e.to_string())?;
@@ -256,6 +274,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the password file {}", path.display()))?;
+            warn_if_readable_by_others(path);
             Some(UserDb::parse(&text).with_context(|| format!("in {}", path.display()))?)
         }
     };

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use serve_support::{Control, Serve};
+use serve_support::{Control, Serve, add_user};
 
 fn root_with_files() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -292,4 +292,35 @@ fn commands_out_of_order_and_garbage_get_their_codes_one_reply_per_line() {
     assert!(serve.is_running());
     let mut c = Control::anonymous(serve.addr);
     assert_eq!(c.cmd("NOOP").code(), 200);
+}
+
+#[test]
+fn a_password_file_others_can_read_is_warned_about_at_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = root_with_files();
+    let users = root.path().join("users");
+    add_user(&users, "alice", "pw-for-alice", false);
+    std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let log = root.path().join("serve.log");
+    let serve = Serve::start_logged(root.path(), &["--users", users.to_str().unwrap()], &log);
+    let _ = Control::connect(serve.addr);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("has mode 0644") && text.contains("chmod 600"),
+        "{text}"
+    );
+    // Written by `rightsize passwd` (0600): no warning.
+    std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let quiet_log = root.path().join("serve2.log");
+    let serve = Serve::start_logged(
+        root.path(),
+        &["--users", users.to_str().unwrap()],
+        &quiet_log,
+    );
+    let _ = Control::connect(serve.addr);
+    assert!(
+        !std::fs::read_to_string(&quiet_log)
+            .unwrap()
+            .contains("warning")
+    );
 }

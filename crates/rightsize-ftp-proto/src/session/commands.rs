@@ -451,6 +451,16 @@ fn retrieve(
         Err(out) => return out,
     };
     match host.metadata(&path) {
+        Ok(meta) if meta.kind == EntryKind::File && part.is_none() && session.rest > meta.size => {
+            let rest = std::mem::take(&mut session.rest);
+            reply(
+                554,
+                &format!(
+                    "Restart point {rest} is beyond the end of the file ({} bytes); REST 0 starts again.",
+                    meta.size
+                ),
+            )
+        }
         Ok(meta) if meta.kind == EntryKind::File => {
             let part = part.map(|(offset, length)| {
                 let offset = offset.min(meta.size);

@@ -33,6 +33,20 @@ fn reply(code: u16, text: String) -> Vec<Output> {
 
 /// `OPTS RIGHTSIZE ON [UDP=<port>] | OFF` after login.
 pub(super) fn opts(session: &mut Session, opts: RightsizeOpts) -> Vec<Output> {
+    // The probes go to the client's address as PORT's data does, and to
+    // the same ports: no privileged service is sent to.
+    if let RightsizeOpts::On {
+        udp_port: Some(port),
+    } = opts
+        && port.get() < 1024
+    {
+        return reply(
+            501,
+            format!(
+                "OPTS RIGHTSIZE ON UDP={port}: the probe port must be 1024 or above, as for PORT."
+            ),
+        );
+    }
     session.rightsize = match opts {
         RightsizeOpts::On { udp_port } => Some(RightsizeState {
             client_udp_port: udp_port,

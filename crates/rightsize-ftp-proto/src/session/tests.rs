@@ -212,6 +212,36 @@ fn a_transfer_needs_a_data_connection_set_up_and_consumes_it() {
 }
 
 #[test]
+fn rest_past_the_end_of_the_file_is_refused_and_rest_at_its_end_sends_nothing() {
+    let mut c = Client::logged_in("anonymous", "");
+    c.send("PASV");
+    c.send("REST 18446744073709551615");
+    let out = c.send("RETR /pub/a.bin");
+    let [Output::Reply(r)] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(r.code(), 554);
+    assert!(
+        r.text().contains("18446744073709551615") && r.text().contains("1000 bytes"),
+        "{r}"
+    );
+    // Refused, it is gone: the next RETR starts from 0.
+    let plan = c.transfer("RETR /pub/a.bin");
+    assert!(matches!(
+        plan.kind,
+        TransferKind::Retrieve { offset: 0, .. }
+    ));
+    c.done(TransferOutcome::Complete { bytes: 1000 });
+    c.send("PASV");
+    c.send("REST 1000");
+    let plan = c.transfer("RETR /pub/a.bin");
+    assert!(matches!(
+        plan.kind,
+        TransferKind::Retrieve { offset: 1000, .. }
+    ));
+}
+
+#[test]
 fn rest_sets_the_offset_of_the_next_transfer_only() {
     let mut c = Client::logged_in("anonymous", "");
     c.send("PASV");

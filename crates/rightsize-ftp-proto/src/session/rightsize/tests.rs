@@ -78,6 +78,22 @@ fn opts_rightsize_needs_a_login() {
 }
 
 #[test]
+fn a_probe_port_below_1024_is_refused_as_port_refuses_one() {
+    let mut c = Client::logged_in("anonymous", "");
+    let reply = only_reply(&c.send("OPTS RIGHTSIZE ON UDP=22")).clone();
+    assert_eq!(reply.code(), 501);
+    assert!(
+        reply.text().contains("UDP=22") && reply.text().contains("1024"),
+        "{reply}"
+    );
+    assert!(!c.session.rightsize_on());
+    assert_eq!(
+        only_reply(&c.send("OPTS RIGHTSIZE ON UDP=1024")).code(),
+        200
+    );
+}
+
+#[test]
 fn opts_rightsize_with_a_udp_port_names_the_servers_only_if_it_has_one() {
     let mut c = Client::logged_in("anonymous", "");
     let reply = only_reply(&c.send("OPTS RIGHTSIZE ON UDP=40001")).clone();
