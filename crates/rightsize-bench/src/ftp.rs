@@ -335,20 +335,37 @@ pub fn port_open(path: &VethPath, port: u16) -> bool {
 }
 
 fn start_vsftpd(path: &VethPath, dir: &Path, root: &Path) -> anyhow::Result<Daemon> {
+    start_vsftpd_with(
+        path,
+        &dir.join("vsftpd.conf"),
+        &vsftpd_conf(VSFTPD_PORT, root, 50200, ""),
+    )
+}
+
+/// vsftpd's configuration for a benchmark: anonymous, read-only, serving
+/// `root` on the left host's `port`, passive ports from `pasv` (100 of
+/// them), then `extra` lines.
+pub(crate) fn vsftpd_conf(port: u16, root: &Path, pasv: u16, extra: &str) -> String {
+    format!(
+        "listen=YES\nbackground=NO\nlisten_address={LEFT_ADDR}\nlisten_port={port}\n\
+         anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
+         write_enable=NO\npasv_min_port={pasv}\npasv_max_port={}\n\
+         run_as_launching_user=YES\nseccomp_sandbox=NO\n{extra}",
+        root.display(),
+        pasv + 100
+    )
+}
+
+/// vsftpd on the left host of `path` with `conf`, written to `file`.
+pub(crate) fn start_vsftpd_with(
+    path: &VethPath,
+    file: &Path,
+    conf: &str,
+) -> anyhow::Result<Daemon> {
     fs::create_dir_all("/var/run/vsftpd/empty")?;
-    let conf = dir.join("vsftpd.conf");
-    fs::write(
-        &conf,
-        format!(
-            "listen=YES\nbackground=NO\nlisten_address={LEFT_ADDR}\nlisten_port={VSFTPD_PORT}\n\
-             anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
-             write_enable=NO\npasv_min_port=50200\npasv_max_port=50300\n\
-             run_as_launching_user=YES\nseccomp_sandbox=NO\n",
-            root.display()
-        ),
-    )?;
+    fs::write(file, conf)?;
     let mut c = path.left.command("vsftpd");
-    c.arg(&conf);
+    c.arg(file);
     Daemon::start("vsftpd", c)
 }
 
@@ -460,6 +477,21 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn vsftpds_configuration_takes_its_port_passive_range_and_extra_lines() {
+        let conf = vsftpd_conf(2123, Path::new("/srv/root"), 50400, "ssl_enable=YES\n");
+        for line in [
+            "listen_port=2123",
+            "anon_root=/srv/root",
+            "pasv_min_port=50400",
+            "pasv_max_port=50500",
+            "write_enable=NO",
+        ] {
+            assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
+        }
+        assert!(conf.ends_with("seccomp_sandbox=NO\nssl_enable=YES\n"), "{conf}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use rightsize_sys::netns::{LEFT_ADDR, VethPath};
 
-use crate::ftp::{RIGHTSIZE_PORT, TempDir, port_open, write_file};
+use crate::ftp::{RIGHTSIZE_PORT, TempDir, port_open, start_vsftpd_with, vsftpd_conf, write_file};
 use crate::procs::{Daemon, run_timed, wait_for};
 
 const VSFTPD_TLS_PORT: u16 = 2123;
@@ -222,23 +222,15 @@ fn start_vsftpd_tls(
     cert: &Path,
     key: &Path,
 ) -> anyhow::Result<Daemon> {
-    fs::create_dir_all("/var/run/vsftpd/empty")?;
-    let conf = dir.join("vsftpd-tls.conf");
-    fs::write(
-        &conf,
-        format!(
-            "listen=YES\nbackground=NO\nlisten_address={LEFT_ADDR}\nlisten_port={VSFTPD_TLS_PORT}\n\
-             anonymous_enable=YES\nlocal_enable=NO\nanon_root={}\nno_anon_password=YES\n\
-             write_enable=NO\npasv_min_port=50400\npasv_max_port=50500\n\
-             run_as_launching_user=YES\nseccomp_sandbox=NO\n\
-             ssl_enable=YES\nallow_anon_ssl=YES\nforce_anon_logins_ssl=YES\nforce_anon_data_ssl=YES\n\
-             require_ssl_reuse=YES\nssl_ciphers=HIGH\nrsa_cert_file={}\nrsa_private_key_file={}\n",
-            root.display(),
-            cert.display(),
-            key.display()
-        ),
-    )?;
-    let mut c = path.left.command("vsftpd");
-    c.arg(&conf);
-    Daemon::start("vsftpd (TLS)", c)
+    let tls = format!(
+        "ssl_enable=YES\nallow_anon_ssl=YES\nforce_anon_logins_ssl=YES\nforce_anon_data_ssl=YES\n\
+         require_ssl_reuse=YES\nssl_ciphers=HIGH\nrsa_cert_file={}\nrsa_private_key_file={}\n",
+        cert.display(),
+        key.display()
+    );
+    start_vsftpd_with(
+        path,
+        &dir.join("vsftpd-tls.conf"),
+        &vsftpd_conf(VSFTPD_TLS_PORT, root, 50400, &tls),
+    )
 }
