@@ -491,7 +491,10 @@ mod tests {
         ] {
             assert!(conf.lines().any(|l| l == line), "{line} in {conf}");
         }
-        assert!(conf.ends_with("seccomp_sandbox=NO\nssl_enable=YES\n"), "{conf}");
+        assert!(
+            conf.ends_with("seccomp_sandbox=NO\nssl_enable=YES\n"),
+            "{conf}"
+        );
     }
 
     #[test]

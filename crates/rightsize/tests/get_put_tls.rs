@@ -673,20 +673,29 @@ fn parallel_streams_go_over_tls_each_way_and_resume_the_session() {
         same_bytes(&serve.files().join("up4.bin"), &data),
         "put -P 4 over TLS: bytes differ"
     );
-    // The memory-to-memory test over two TLS streams.
-    let output = rightsize(&[
-        "test",
-        &serve.addr.to_string(),
-        "-P",
-        "2",
-        "-n",
-        "8M",
-        "--tls",
-        "--pin-sha256",
-        &serve.fingerprint,
-        "--json",
-    ]);
-    assert_success(&output, None);
+    // The memory-to-memory test over two TLS streams, each way.
+    let addr = serve.addr.to_string();
+    for reverse in [false, true] {
+        let mut args = vec![
+            "test",
+            &addr,
+            "-P",
+            "2",
+            "-n",
+            "8M",
+            "--tls",
+            "--pin-sha256",
+            &serve.fingerprint,
+            "--json",
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        let output = rightsize(&args);
+        assert_success(&output, None);
+        let tls = &json(&output)["transfer"]["tls"];
+        assert_eq!(tls["data"], true, "test -P 2 (-R: {reverse}): {tls}");
+    }
 }
 
 /// A scripted FTPS server on 127.0.0.1 (explicit TLS, with `tls`) that
@@ -835,6 +844,10 @@ fn ping_and_test_go_over_tls_as_get_does() {
         let test = json(&output);
         assert!(
             test["bytes"].as_u64().unwrap_or(0) >= 20 << 20,
+            "{direction:?}: {test}"
+        );
+        assert_eq!(
+            test["transfer"]["tls"]["data"], true,
             "{direction:?}: {test}"
         );
     }

@@ -60,6 +60,7 @@ pub(in crate::client) fn send(
         None,
     );
     report.tuning = stored.tuning;
+    report.tls = session.tls.as_ref().map(|t| t.streams_report());
     server_side(&mut report, &stored.reply);
     Ok((report, stored.reply))
 }
@@ -119,6 +120,7 @@ pub(in crate::client) fn receive(
         None,
     );
     report.tuning = tuning;
+    report.tls = session.tls.as_ref().map(|t| t.streams_report());
     server_side(&mut report, &reply);
     Ok((report, reply))
 }
