@@ -87,7 +87,7 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
         runs.iter()
             .find(|r| r["scenario"] == "demo" && r["tuner"] == tuner)
             .and_then(|r| r["peak_rcvbuf_bytes"].as_u64())
-            .unwrap_or(0)
+            .unwrap_or_else(|| panic!("no peak_rcvbuf_bytes for the demo's {tuner} run"))
     };
     assert!(
         peak("auto") * 4 <= peak("kernel"),

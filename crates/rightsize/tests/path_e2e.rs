@@ -297,12 +297,18 @@ fn down_all_cleans_up_after_a_killed_run() {
     let links =
         String::from_utf8_lossy(&run_ok(Command::new("ip").args(["link"])).stdout).into_owned();
     assert!(!links.contains(id), "veths left behind: {links}");
-    let pgrep = Command::new("pgrep").args(["-f", "sleep 600"]).output();
+    let pgrep = Command::new("pgrep")
+        .args(["-f", "sleep 600"])
+        .output()
+        .unwrap_or_else(|e| panic!("pgrep: {e}"));
+    assert!(pgrep.stdout.is_empty(), "the command survived down --all");
+    // Rattan runs as a process of its own: it must be gone too.
+    let emulator = record["emulator_pid"].as_u64();
     assert!(
-        pgrep.map(|o| o.stdout.is_empty()).unwrap_or(true),
-        "the command survived down --all"
+        emulator.is_some() || record["backend"] != "rattan",
+        "no emulator_pid in a Rattan path's record: {record}"
     );
-    if let Some(pid) = record["emulator_pid"].as_u64() {
+    if let Some(pid) = emulator {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         assert!(
             stat.is_empty() || stat.contains(") Z"),
@@ -425,10 +431,7 @@ fn bad_specs_are_refused_before_anything_is_created() {
         .unwrap_or_else(|e| panic!("setpriv: {e}"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    assert!(
-        stderr.contains("need root") || stderr.contains("needs root") || stderr.contains("root"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("need root"), "{stderr}");
 }
 
 #[test]
