@@ -5,7 +5,7 @@
 
 mod serve_support;
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -323,4 +323,72 @@ fn a_password_file_others_can_read_is_warned_about_at_start() {
             .unwrap()
             .contains("warning")
     );
+}
+
+#[test]
+fn the_login_timeout_is_a_deadline_that_noops_do_not_push_back() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &["--login-timeout", "2s"]);
+    let mut c = Control::connect(serve.addr);
+    let started = Instant::now();
+    let mut last = String::new();
+    while started.elapsed() < Duration::from_secs(8) {
+        c.send("NOOP");
+        match c.try_reply() {
+            Some(reply) => {
+                last = reply.to_string();
+                if reply.code() == 421 {
+                    break;
+                }
+            }
+            None => break,
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let took = started.elapsed();
+    assert!(
+        last.starts_with("421"),
+        "last reply {last:?} after {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(4500),
+        "a NOOP every 0.3 s held an unauthenticated session for {took:?}"
+    );
+}
+
+#[test]
+fn a_client_that_never_reads_its_replies_loses_its_session() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &["--login-timeout", "2s"]);
+    // A small receive buffer, and replies never read: the server's writes
+    // fill it and its own send buffer, then wait.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&serve.addr.into()).unwrap();
+    let mut stream: TcpStream = socket.into();
+    stream
+        .set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let started = Instant::now();
+    // HELP before login: about 400 bytes of reply for 6 bytes sent. The
+    // server gives up on a reply that waits its login timeout (2 s) and
+    // closes: a write of ours then finds the connection reset.
+    let closed = loop {
+        if started.elapsed() > Duration::from_secs(12) {
+            break false;
+        }
+        match stream.write_all(&b"HELP\r\n".repeat(100)) {
+            Ok(()) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break true,
+        }
+    };
+    assert!(
+        closed,
+        "a client that never read kept its session for {:?}",
+        started.elapsed()
+    );
+    // The server goes on serving.
+    let mut fresh = Control::connect(serve.addr);
+    assert_eq!(fresh.cmd("NOOP").code(), 200);
 }

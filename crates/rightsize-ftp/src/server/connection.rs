@@ -115,7 +115,7 @@ enum Cached {
 /// place under the session caps, given back when this returns.
 pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, slot: Slot) {
     let _slot = slot;
-    if let Err(e) = setup_control(&control) {
+    if let Err(e) = setup_control(&control, shared.config.login_timeout) {
         shared.log(&format!("{peer}: control socket setup failed: {e}"));
         return;
     }
@@ -175,8 +175,13 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
     conn.close();
 }
 
-fn setup_control(control: &TcpStream) -> io::Result<()> {
+/// The control socket's options. A write waits at most `write_timeout`
+/// (the login timeout until the login, then the idle timeout): a client
+/// that never reads its replies does not hold its session, its thread and
+/// its buffers for ever.
+fn setup_control(control: &TcpStream, write_timeout: Duration) -> io::Result<()> {
     control.set_nodelay(true)?;
+    control.set_write_timeout(Some(write_timeout))?;
     // ftplib sends ABOR with MSG_OOB: keep the urgent byte in the stream
     // rather than losing the line's last byte.
     socket2::SockRef::from(control).set_out_of_band_inline(true)?;
@@ -203,13 +208,21 @@ fn read_control(mut reader: TcpStream, events: SyncSender<Event>) {
 impl Conn {
     /// The event loop; returns when the connection is to be closed.
     fn run(&mut self, inbox: &Receiver<Event>) {
-        // The login and idle timeouts count from the last complete line.
-        let mut last_line = Instant::now();
+        // The login timeout is a deadline from the connection (a NOOP now
+        // and then does not hold a session that never logs in); the idle
+        // timeout counts from the last complete line.
+        let connected = Instant::now();
+        let mut last_line = connected;
         loop {
+            let since = if self.session.logged_in() {
+                last_line
+            } else {
+                connected
+            };
             let event = match self.session.read_timeout() {
                 None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 Some(timeout) => {
-                    let left = (last_line + timeout).saturating_duration_since(Instant::now());
+                    let left = (since + timeout).saturating_duration_since(Instant::now());
                     inbox.recv_timeout(left)
                 }
             };
@@ -272,6 +285,12 @@ impl Conn {
                         matches!(command, Ok(Command::Pass(_))) && !self.session.logged_in();
                     let user = self.session.user().map(str::to_owned);
                     let out = self.session.handle(command, &mut self.host, now_unix());
+                    if login && self.session.logged_in() {
+                        // Logged in: a reply may wait on the client as
+                        // long as a command may.
+                        let idle = self.shared.config.idle_timeout;
+                        let _ = self.control.set_write_timeout(Some(idle));
+                    }
                     if let (true, Some(user)) = (login, user) {
                         let tls = if self.tls.is_some() { " over TLS" } else { "" };
                         self.shared.log(&if self.session.logged_in() {
