@@ -16,6 +16,7 @@
 
 pub mod cross;
 pub mod emu;
+pub mod limits;
 pub mod netns;
 pub mod poll;
 pub mod probe;

@@ -392,3 +392,49 @@ fn a_client_that_never_reads_its_replies_loses_its_session() {
     let mut fresh = Control::connect(serve.addr);
     assert_eq!(fresh.cmd("NOOP").code(), 200);
 }
+
+#[test]
+fn with_no_descriptor_left_a_connection_hears_421_not_silence() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let root = root_with_files();
+    // 40 descriptors: about a dozen sessions.
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=40:40")
+        .arg(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["serve", "-q", "--listen", "127.0.0.1:0", "--root"])
+        .arg(root.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("prlimit (util-linux): {e}"));
+    let mut banner = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    let addr: SocketAddr = banner
+        .split("ftp://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"));
+    let mut held = Vec::new();
+    let (mut greeted, mut refused) = (0, 0);
+    for i in 0..40 {
+        let mut c = Control::connect_raw(addr);
+        let reply = c
+            .try_reply()
+            .unwrap_or_else(|| panic!("connection {i}: closed with no reply"));
+        match reply.code() {
+            220 => greeted += 1,
+            421 => refused += 1,
+            code => panic!("connection {i}: {code}"),
+        }
+        held.push(c);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        greeted > 0 && refused > 0,
+        "{greeted} greeted, {refused} refused"
+    );
+}

@@ -124,18 +124,23 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         Err(_) => return,
     };
     let (events, inbox) = mpsc::sync_channel(EVENT_QUEUE);
+    // No descriptor or thread for the session: the client hears why.
+    let refuse = |why: String| {
+        shared.log(&format!("{peer}: refused: {why}"));
+        let _ =
+            (&control).write_all(b"421 Too many connections on this server; try again later.\r\n");
+    };
     let reader = match control.try_clone() {
         Ok(reader) => reader,
-        Err(_) => return,
+        Err(e) => return refuse(format!("no descriptor for the control reader ({e})")),
     };
     let reader_events = events.clone();
     let reader_thread = thread::Builder::new()
         .name("ftp-control-reader".into())
         .stack_size(READER_STACK_BYTES)
         .spawn(move || read_control(reader, reader_events));
-    if reader_thread.is_err() {
-        shared.log(&format!("{peer}: no thread for the control reader"));
-        return;
+    if let Err(e) = reader_thread {
+        return refuse(format!("no thread for the control reader ({e})"));
     }
     let (session, greeting) = Session::new(shared.session_config.clone(), peer);
     let host = BenchHost::new(

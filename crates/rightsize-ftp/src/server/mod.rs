@@ -365,6 +365,20 @@ impl Shared {
 pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
+    /// A descriptor held back for the moment the process has no other:
+    /// closed, it lets a connection be accepted and told `421` instead of
+    /// left unanswered; then it is taken again.
+    spare: Option<std::fs::File>,
+}
+
+/// Descriptors a session holds at most (its control socket and the
+/// reader's copy, a data connection, a passive listener, a file and a
+/// telemetry file), for the warning about a low open-file limit.
+const DESCRIPTORS_PER_SESSION: u64 = 6;
+
+/// The spare descriptor: `/dev/null`, read-only.
+fn spare() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
 }
 
 impl Server {
@@ -410,7 +424,25 @@ impl Server {
             crowds: Mutex::new(HashMap::new()),
             config,
         });
-        Ok(Server { listener, shared })
+        // Every session holds descriptors: as many as the system allows.
+        match rightsize_sys::limits::raise_open_files() {
+            Ok((soft, _)) => {
+                let room = soft.saturating_sub(64) / DESCRIPTORS_PER_SESSION;
+                if room < shared.config.max_sessions as u64 {
+                    shared.log(&format!(
+                        "warning: the open-file limit ({soft}) holds about {room} sessions, \
+                         --max-sessions is {}; past it, connections get 421",
+                        shared.config.max_sessions
+                    ));
+                }
+            }
+            Err(e) => shared.log(&format!("warning: {e}: the open-file limit stays as it is")),
+        }
+        Ok(Server {
+            listener,
+            shared,
+            spare: spare(),
+        })
     }
 
     /// The control listener's address (the real port when 0 was asked).
@@ -419,17 +451,36 @@ impl Server {
     }
 
     /// Accepts control connections until the process ends.
-    pub fn run(self) -> ! {
+    pub fn run(mut self) -> ! {
         loop {
             match self.listener.accept() {
                 Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) if rightsize_sys::limits::out_of_descriptors(&e) => {
+                    self.no_descriptors(&e);
+                }
                 Err(e) => {
                     self.shared.log(&format!("accept failed: {e}"));
-                    // EMFILE and friends: back off rather than spin.
                     thread::sleep(Duration::from_millis(50));
                 }
             }
         }
+    }
+
+    /// The process has no descriptor left: with the spare one given up,
+    /// the connection waiting is accepted, told `421` and closed, rather
+    /// than left unanswered (and the accept loop spinning on it).
+    fn no_descriptors(&mut self, e: &std::io::Error) {
+        drop(self.spare.take());
+        match self.listener.accept() {
+            Ok((mut stream, peer)) => {
+                self.shared
+                    .log(&format!("{peer}: refused: no file descriptor left ({e})"));
+                let _ = stream
+                    .write_all(b"421 Too many connections on this server; try again later.\r\n");
+            }
+            Err(_) => thread::sleep(Duration::from_millis(50)),
+        }
+        self.spare = spare();
     }
 
     fn admit(&self, mut stream: TcpStream, peer: SocketAddr) {
