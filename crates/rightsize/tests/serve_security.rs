@@ -438,3 +438,39 @@ fn with_no_descriptor_left_a_connection_hears_421_not_silence() {
         "{greeted} greeted, {refused} refused"
     );
 }
+
+#[test]
+fn strangers_that_connect_first_do_not_keep_the_client_out() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    let data_addr = c.epsv();
+    // Two connections from another local address, right after EPSV and
+    // before the client's own (ftplib connects before it sends RETR).
+    let strangers: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let s =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            s.bind(&SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)), 0).into())
+                .unwrap();
+            s.connect(&data_addr.into()).unwrap();
+            s.into()
+        })
+        .collect();
+    let started = Instant::now();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    c.send("RETR pub/hello.txt");
+    assert_eq!(c.reply().code(), 150);
+    data.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut bytes = Vec::new();
+    data.read_to_end(&mut bytes).unwrap();
+    assert_eq!(bytes, b"hello\n");
+    assert_eq!(c.reply().code(), 226);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(strangers);
+}
