@@ -180,10 +180,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let (mut t_rs, mut t_curl, mut t_globus) = (Vec::new(), Vec::new(), Vec::new());
     let rate = |t: Duration| o.file_bytes as f64 * 8.0 / t.as_secs_f64();
     for run in 1..=o.runs {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", path.right.name()])
-            .arg(&rightsize)
-            .args(["get", &file_url_rs, "-o", "/dev/null"]);
+        let c = rightsize_get(&rightsize, &path, &file_url_rs, &[]);
         let a = run_timed("rightsize get (file)", c)?.elapsed;
         let mut c = path.right.command("curl");
         c.args(["-sS", "-o", "/dev/null", &file_url_vs]);
@@ -235,24 +232,40 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     Ok(ok)
 }
 
+/// `rightsize serve -q` of `root` on the left host of `path`, on its
+/// control port; callers add their flags.
+pub(crate) fn serve_command(rightsize: &Path, path: &VethPath, root: &Path) -> Command {
+    let mut c = path.left.command(&rightsize.to_string_lossy());
+    c.args([
+        "serve",
+        "-q",
+        "--listen",
+        &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
+        "--root",
+    ])
+    .arg(root);
+    c
+}
+
+/// `rightsize get URL -o /dev/null FLAGS` on the right host of `path`.
+pub(crate) fn rightsize_get(
+    rightsize: &Path,
+    path: &VethPath,
+    url: &str,
+    flags: &[&str],
+) -> Command {
+    let mut c = path.right.command(&rightsize.to_string_lossy());
+    c.args(["get", url, "-o", "/dev/null"]).args(flags);
+    c
+}
+
 /// `rightsize serve` of `root` and `iperf3 -s` on the left host of `path`.
 pub fn start_serve_and_iperf3(
     rightsize: &Path,
     path: &VethPath,
     root: &Path,
 ) -> anyhow::Result<(Daemon, Daemon)> {
-    let mut rs = Command::new("ip");
-    rs.args(["netns", "exec", path.left.name()])
-        .arg(rightsize)
-        .args([
-            "serve",
-            "-q",
-            "--listen",
-            &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
-            "--root",
-        ])
-        .arg(root);
-    let rs = Daemon::start("rightsize serve", rs)?;
+    let rs = Daemon::start("rightsize serve", serve_command(rightsize, path, root))?;
     let mut iperf = path.left.command("iperf3");
     iperf.args([
         "-s",
@@ -300,15 +313,10 @@ pub fn memory_to_memory(
     let iperf_bps = json["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .context("iperf3 -J: no end.sum_received.bits_per_second")?;
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", path.right.name()])
-        .arg(rightsize)
-        .arg("get")
-        .args(&parallel)
-        .arg(format!(
-            "ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{bytes}"
-        ))
-        .args(["-o", "/dev/null", "--json"]);
+    let url = format!("ftp://{LEFT_ADDR}:{RIGHTSIZE_PORT}/.rightsize/zero/{bytes}");
+    let mut flags: Vec<&str> = parallel.iter().map(String::as_str).collect();
+    flags.push("--json");
+    let c = rightsize_get(rightsize, path, &url, &flags);
     let out = run_timed(&label("rightsize get"), c)?;
     let json: serde_json::Value = serde_json::from_slice(&out.output.stdout)
         .context("rightsize get --json printed no JSON")?;

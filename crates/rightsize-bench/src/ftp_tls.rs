@@ -14,7 +14,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use rightsize_sys::netns::{LEFT_ADDR, VethPath};
 
-use crate::ftp::{RIGHTSIZE_PORT, TempDir, port_open, start_vsftpd_with, vsftpd_conf, write_file};
+use crate::ftp::{
+    RIGHTSIZE_PORT, TempDir, port_open, rightsize_get, serve_command, start_vsftpd_with,
+    vsftpd_conf, write_file,
+};
 use crate::procs::{Daemon, run_timed, wait_for};
 
 const VSFTPD_TLS_PORT: u16 = 2123;
@@ -84,23 +87,12 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
     }
 
     let path = VethPath::create("benchtls")?;
-    let mut serve = Command::new("ip");
+    let mut serve = serve_command(rightsize, &path, &root);
     serve
-        .args(["netns", "exec", path.left.name()])
-        .arg(rightsize)
-        .args([
-            "serve",
-            "-q",
-            "--listen",
-            &format!("{LEFT_ADDR}:{RIGHTSIZE_PORT}"),
-            "--tls-optional",
-            "--tls-cert",
-        ])
+        .args(["--tls-optional", "--tls-cert"])
         .arg(&cert)
         .arg("--tls-key")
-        .arg(&key)
-        .arg("--root")
-        .arg(&root);
+        .arg(&key);
     let (mut rs, stdout) = Daemon::start_piped("rightsize serve --tls-cert", serve)?;
     let mut lines = BufReader::new(stdout).lines();
     let pin = lines
@@ -201,16 +193,6 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
         return Ok(true);
     }
     Ok(vs_curl >= 1.0 && vs_clear >= 0.5)
-}
-
-/// `rightsize get URL -o /dev/null FLAGS` on the right host.
-fn rightsize_get(rightsize: &Path, path: &VethPath, url: &str, flags: &[&str]) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", path.right.name()])
-        .arg(rightsize)
-        .args(["get", url, "-o", "/dev/null"])
-        .args(flags);
-    c
 }
 
 /// vsftpd with TLS required for anonymous logins and data, session reuse

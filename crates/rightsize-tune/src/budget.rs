@@ -447,7 +447,7 @@ pub fn setup_for(role: Role, inner: Setup) -> Setup {
 }
 
 /// `mutex`'s value, even if a thread panicked holding it.
-fn lock(mutex: &Mutex<Budget>) -> std::sync::MutexGuard<'_, Budget> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 

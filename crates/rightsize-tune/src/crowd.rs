@@ -27,10 +27,10 @@
 //! has no estimate and cuts nothing. Pure: no I/O, no clock.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::budget::water_level;
+use crate::budget::{lock, water_level};
 use crate::meter::show_bytes;
 use crate::units::Bytes;
 use crate::{Action, Decision, Event, Inputs, Sample, Setup, Tuner};
@@ -334,10 +334,6 @@ impl Tuner for Crowded {
         let follow = self.sampled + FOLLOW_EVERY;
         Some(self.inner.next_wakeup().map_or(follow, |t| t.min(follow)))
     }
-}
-
-fn lock(crowd: &Mutex<Crowd>) -> std::sync::MutexGuard<'_, Crowd> {
-    crowd.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -102,6 +102,20 @@ pub(crate) fn connect(
     }
 }
 
+/// A MODE E data connection to `peer` of a session whose TLS is `tls`.
+fn mode_e_stream(
+    tls: Option<&SessionTls>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Result<DataStream, ClientError> {
+    match tls {
+        Some(tls) => tls
+            .secure(stream, peer, "data")
+            .map(|s| DataStream::Tls(Box::new(s))),
+        None => Ok(DataStream::Plain(stream)),
+    }
+}
+
 /// The control connection `stream` to `server`, up to and including TLS:
 /// its timeouts, TLS at once for `ftps://`, the greeting, then `AUTH TLS`
 /// as [`Options::tls`] says. Not logged in yet.
@@ -182,12 +196,7 @@ impl Session<ClientStream> {
         stream: TcpStream,
         peer: SocketAddr,
     ) -> Result<DataStream, ClientError> {
-        match &self.tls {
-            Some(tls) => tls
-                .secure(stream, peer, "data")
-                .map(|s| DataStream::Tls(Box::new(s))),
-            None => Ok(DataStream::Plain(stream)),
-        }
+        mode_e_stream(self.tls.as_ref(), stream, peer)
     }
 
     /// [`Session::mode_e_stream`] for the threads that accept a MODE E
@@ -196,13 +205,7 @@ impl Session<ClientStream> {
         &self,
     ) -> impl Fn(TcpStream) -> Result<DataStream, String> + Sync + use<> {
         let (tls, server) = (self.tls.clone(), self.control.server());
-        move |stream| match &tls {
-            Some(tls) => tls
-                .secure(stream, server, "data")
-                .map(|s| DataStream::Tls(Box::new(s)))
-                .map_err(|e| e.to_string()),
-            None => Ok(DataStream::Plain(stream)),
-        }
+        move |stream| mode_e_stream(tls.as_ref(), stream, server).map_err(|e| e.to_string())
     }
 
     /// Turns the RIGHTSIZE extension on if the server offers it

@@ -127,8 +127,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
     // No descriptor or thread for the session: the client hears why.
     let refuse = |why: String| {
         shared.log(&format!("{peer}: refused: {why}"));
-        let _ =
-            (&control).write_all(b"421 Too many connections on this server; try again later.\r\n");
+        let _ = (&control).write_all(super::NO_ROOM_REPLY);
     };
     let reader = match control.try_clone() {
         Ok(reader) => reader,
@@ -162,17 +161,11 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         cached: Cached::None,
     };
     conn.shared.log(&format!("{peer}: connected"));
-    let implicit = conn.shared.config.tls.as_ref().filter(|t| t.implicit);
-    if let Some(tls) = implicit {
-        // Implicit FTPS: the greeting waits in TLS for the handshake.
-        match tls.tls.get().connection() {
-            Ok(c) => conn.tls = Some(Pump::new(c)),
-            Err(e) => {
-                conn.shared.log(&format!("{peer}: TLS: {e}"));
-                conn.close();
-                return;
-            }
-        }
+    // Implicit FTPS: the greeting waits in TLS for the handshake.
+    let implicit = conn.shared.config.tls.as_ref().is_some_and(|t| t.implicit);
+    if implicit && !conn.start_tls() {
+        conn.close();
+        return;
     }
     if conn.act(vec![greeting]) {
         conn.run(&inbox);
@@ -328,7 +321,8 @@ impl Conn {
         }
     }
 
-    /// `AUTH TLS` was accepted (its 234 sent): TLS from the next byte.
+    /// TLS from the next byte: `AUTH TLS` was accepted (its 234 sent), or
+    /// the connection is implicit FTPS.
     fn start_tls(&mut self) -> bool {
         let Some(tls) = &self.shared.config.tls else {
             return false;

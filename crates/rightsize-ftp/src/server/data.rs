@@ -250,25 +250,24 @@ pub fn run(
     let started = Instant::now();
     let aborted = || abort.is_aborted();
     let may_commit = || !abort.is_aborted() && client_alive();
-    report.outcome = match (&params.tls, flow) {
-        (None, Flow::Send(source)) => send(stream, source, params, progress, &aborted),
-        (None, Flow::Receive(sink)) => receive(stream, sink, progress, &may_commit),
-        (Some(tls), flow) => match tls.accept(stream) {
-            Err(e) => TransferOutcome::DataConnectFailed(format!(
-                "TLS on the data connection (PROT P): {e}"
-            )),
-            Ok(stream) => match flow {
-                Flow::Send(source) => send_tls(stream, source, params, progress, &aborted),
-                Flow::Receive(sink) => {
-                    let mut stream = stream;
-                    let outcome = receive(&mut stream, sink, progress, &may_commit);
-                    // The client waits for this end's close_notify too
-                    // (Python's ftplib does after a store).
-                    let _ = stream.finish();
-                    outcome
-                }
-            },
-        },
+    report.outcome = match (secure(params, stream), flow) {
+        (Err(why), _) => TransferOutcome::DataConnectFailed(why),
+        (Ok(DataStream::Plain(stream)), Flow::Send(source)) => {
+            send(stream, source, params, progress, &aborted)
+        }
+        (Ok(DataStream::Plain(stream)), Flow::Receive(sink)) => {
+            receive(stream, sink, progress, &may_commit)
+        }
+        (Ok(DataStream::Tls(stream)), Flow::Send(source)) => {
+            send_tls(*stream, source, params, progress, &aborted)
+        }
+        (Ok(DataStream::Tls(mut stream)), Flow::Receive(sink)) => {
+            let outcome = receive(&mut *stream, sink, progress, &may_commit);
+            // The client waits for this end's close_notify too (Python's
+            // ftplib does after a store).
+            let _ = stream.finish();
+            outcome
+        }
     };
     report.elapsed = started.elapsed();
     report.final_tcp_info = observer
@@ -396,6 +395,19 @@ fn send(
         ),
         Err(SendError::Network(e)) => TransferOutcome::NetworkError(e.to_string()),
         Err(SendError::Local(e)) => TransferOutcome::LocalError(e.to_string()),
+    }
+}
+
+/// A data connection just made or accepted: under `PROT P` after its TLS
+/// handshake (this end the server's side, whichever end connected), else
+/// as it is; an error says why in words.
+pub(super) fn secure(params: &DataParams, stream: TcpStream) -> Result<DataStream, String> {
+    match &params.tls {
+        Some(tls) => tls
+            .accept(stream)
+            .map(|s| DataStream::Tls(Box::new(s)))
+            .map_err(|e| format!("TLS on a data connection (PROT P): {e}")),
+        None => Ok(DataStream::Plain(stream)),
     }
 }
 

@@ -34,7 +34,7 @@ use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
 use rightsize_ftp_proto::session::TransferOutcome;
 use rightsize_sys::socket;
 
-use super::data::{AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
+use super::data::{self, AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 use crate::stream::DataStream;
 use crate::tuning::StreamTuners;
@@ -127,7 +127,7 @@ pub fn run(
                 report.applied.get_or_insert(applied);
                 let _ = stream.set_write_timeout(Some(params.idle_timeout));
                 let _ = stream.set_read_timeout(Some(params.idle_timeout));
-                secure(params, stream)
+                data::secure(params, stream)
             });
         match made {
             Ok(stream) => connections.push(stream),
@@ -220,7 +220,7 @@ pub fn receive(
         Sink::File(target) => Some(target),
         Sink::Discard => None,
     };
-    let secured = |stream: TcpStream| secure(params, stream);
+    let secured = |stream: TcpStream| data::secure(params, stream);
     let incoming = Incoming {
         listener: &listener,
         peer: params.control_peer,
@@ -270,18 +270,6 @@ pub fn receive(
         report.kept = received.kept;
     }
     report
-}
-
-/// A MODE E connection just made or accepted: under `PROT P` after its
-/// TLS handshake (this end the server's side), else as it is.
-fn secure(params: &DataParams, stream: TcpStream) -> Result<DataStream, String> {
-    match &params.tls {
-        Some(tls) => tls
-            .accept(stream)
-            .map(|s| DataStream::Tls(Box::new(s)))
-            .map_err(|e| format!("TLS on a data connection (PROT P): {e}")),
-        None => Ok(DataStream::Plain(stream)),
-    }
 }
 
 /// The source, and the byte range `start..end` to send.

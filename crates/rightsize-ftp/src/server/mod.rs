@@ -376,6 +376,10 @@ pub struct Server {
 /// telemetry file), for the warning about a low open-file limit.
 const DESCRIPTORS_PER_SESSION: u64 = 6;
 
+/// What a connection hears when the server has no descriptor or thread
+/// left for its session.
+const NO_ROOM_REPLY: &[u8] = b"421 Too many connections on this server; try again later.\r\n";
+
 /// The spare descriptor: `/dev/null`, read-only.
 fn spare() -> Option<std::fs::File> {
     std::fs::File::open("/dev/null").ok()
@@ -475,8 +479,7 @@ impl Server {
             Ok((mut stream, peer)) => {
                 self.shared
                     .log(&format!("{peer}: refused: no file descriptor left ({e})"));
-                let _ = stream
-                    .write_all(b"421 Too many connections on this server; try again later.\r\n");
+                let _ = stream.write_all(NO_ROOM_REPLY);
             }
             Err(_) => thread::sleep(Duration::from_millis(50)),
         }
