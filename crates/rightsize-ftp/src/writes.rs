@@ -34,7 +34,7 @@ pub(crate) enum CopyError {
 
 /// Reads from `source` until `buf` is full or the source ends; returns the
 /// bytes read (less than `buf.len()` only at the end). Retries `EINTR`.
-pub(crate) fn read_full(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_full(source: &mut (impl Read + ?Sized), buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match source.read(&mut buf[filled..]) {
@@ -50,8 +50,8 @@ pub(crate) fn read_full(source: &mut impl Read, buf: &mut [u8]) -> io::Result<us
 /// Copies `source` to its end into `out`, `write_bytes` per write;
 /// `written` is told each piece's length after it went out.
 pub(crate) fn copy(
-    source: &mut impl Read,
-    out: &mut impl Write,
+    source: &mut (impl Read + ?Sized),
+    out: &mut (impl Write + ?Sized),
     write_bytes: usize,
     written: &mut dyn FnMut(usize),
 ) -> Result<(), CopyError> {
@@ -68,7 +68,7 @@ pub(crate) fn copy(
 
 /// Writes `total_bytes` zeros into `out`, `write_bytes` per write.
 pub(crate) fn zeros(
-    out: &mut impl Write,
+    out: &mut (impl Write + ?Sized),
     mut total_bytes: u64,
     write_bytes: usize,
     written: &mut dyn FnMut(usize),

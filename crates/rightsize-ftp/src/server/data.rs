@@ -18,7 +18,7 @@
 //! Nothing here writes to the control connection: the session thread does.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -411,41 +411,49 @@ pub(super) fn secure(params: &DataParams, stream: TcpStream) -> Result<DataStrea
     }
 }
 
-/// [`send`] through TLS: every source is read and written (no
-/// `sendfile`), then `close_notify` and the FIN, and the drain.
+/// [`send`] through TLS: every source is read and encrypted (no
+/// `sendfile`; [`TlsStream::send_all`]), then `close_notify` and the FIN,
+/// and the drain.
 fn send_tls(
-    mut stream: TlsStream,
+    stream: TlsStream,
     source: Source,
     params: &DataParams,
     progress: &Progress,
     aborted: &dyn Fn() -> bool,
 ) -> TransferOutcome {
-    let chunk = params
-        .write_size
-        .map_or(COPY_CHUNK_BYTES, |s| s.bytes().min(COPY_CHUNK_BYTES));
+    let write_size = params.write_size.map(|s| s.bytes().min(COPY_CHUNK_BYTES));
     let count = &mut |n: usize| {
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
     };
-    let copied = match source {
-        Source::File(mut file) => writes::copy(&mut file, &mut stream, chunk, count),
+    let sent = match source {
+        Source::File(mut file) => {
+            let left = file
+                .metadata()
+                .and_then(|m| Ok(m.len().saturating_sub(file.stream_position()?)))
+                .ok();
+            stream.send_all(&mut file, left, write_size, count)
+        }
         Source::Part { file, length } => {
-            writes::copy(&mut file.take(length), &mut stream, chunk, count)
+            stream.send_all(&mut file.take(length), Some(length), write_size, count)
         }
-        Source::Bytes(bytes) => writes::copy(&mut bytes.as_slice(), &mut stream, chunk, count),
-        Source::Zero { remaining_bytes } => {
-            writes::zeros(&mut stream, remaining_bytes, chunk, count).map_err(CopyError::Write)
+        Source::Bytes(bytes) => {
+            let length = bytes.len() as u64;
+            stream.send_all(&mut bytes.as_slice(), Some(length), write_size, count)
         }
+        Source::Zero { remaining_bytes } => stream.send_all(
+            &mut io::repeat(0).take(remaining_bytes),
+            Some(remaining_bytes),
+            write_size,
+            count,
+        ),
     };
-    match copied {
-        Ok(()) => {}
+    let socket = match sent {
+        Ok(socket) => socket,
         Err(CopyError::Read(e)) => return TransferOutcome::LocalError(e.to_string()),
         Err(CopyError::Write(e)) => return TransferOutcome::NetworkError(e.to_string()),
-    }
-    if let Err(e) = stream.finish() {
-        return TransferOutcome::NetworkError(format!("TLS close: {e}"));
-    }
+    };
     let drain = params.drain.then_some((params.idle_timeout, aborted));
-    drain_sent(stream.socket(), drain);
+    drain_sent(&socket, drain);
     TransferOutcome::Complete {
         bytes: progress.bytes.load(Ordering::Relaxed),
     }

@@ -33,6 +33,20 @@ fn echo(tls: &ServerTls, connections: usize) -> (std::net::SocketAddr, thread::J
     (addr, handle)
 }
 
+/// A TLS connection on loopback, its handshake done: (server end, client
+/// end, the client pinning the server's certificate).
+pub(super) fn tls_pair() -> (TlsStream, TlsStream) {
+    let tls = server();
+    let client = ClientTls::new(&Verify::Pin(parse_pin(tls.fingerprint()).unwrap())).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepting = thread::spawn(move || tls.accept(listener.accept().unwrap().0).unwrap());
+    let client_end = client
+        .connect("127.0.0.1", TcpStream::connect(addr).unwrap())
+        .unwrap();
+    (accepting.join().unwrap(), client_end)
+}
+
 fn round_trip(client: &ClientTls, addr: std::net::SocketAddr) -> Result<(Vec<u8>, bool), TlsError> {
     let sock = TcpStream::connect(addr).unwrap();
     let mut stream = client.connect("127.0.0.1", sock)?;

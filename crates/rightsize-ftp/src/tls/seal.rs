@@ -1,0 +1,334 @@
+//! A TLS 1.3 sender that seals its records itself, in place, as kernel
+//! TLS would: once the handshake is done rustls hands over the sending
+//! key (`dangerous_extract_secrets`), the file is read straight into the
+//! records' places in a batch, each record is sealed where it lies
+//! (RFC 8446 section 5.2: the plaintext, its content type, the AEAD tag;
+//! the nonce the key's IV XOR the record's sequence number), and a second
+//! thread writes the batch to the socket. Against rustls's own writer
+//! this saves copying the plaintext into each record and the records into
+//! the socket's batch.
+//!
+//! After the handover the connection can only send: it is used for a
+//! transfer that ends the connection (`close_notify`, then the FIN), and
+//! only when the transfer's records fit within one key's limit (no key
+//! update is needed); otherwise rustls sends ([`TlsStream::pipelined`]).
+
+use std::io::{self, IoSliceMut, Read};
+use std::net::{Shutdown, TcpStream};
+
+use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use rustls::{ConnectionTrafficSecrets, ProtocolVersion};
+
+use super::TlsStream;
+use super::pipeline::with_socket_writer;
+use crate::writes::{self, CopyError};
+
+/// Plaintext bytes in a full record.
+const PLAIN_BYTES: usize = 16 * 1024;
+/// A record's header: type, legacy version, length.
+const HEADER_BYTES: usize = 5;
+/// The AEAD tag after each record's ciphertext.
+const TAG_BYTES: usize = 16;
+/// A full record's place in a batch: header, plaintext, content type,
+/// tag.
+const SLOT_BYTES: usize = HEADER_BYTES + PLAIN_BYTES + 1 + TAG_BYTES;
+/// Records per batch (256 KiB of plaintext, one `readv` of the file).
+const RECORDS_PER_BATCH: usize = 16;
+/// Records one key seals here at most: the smallest of rustls's
+/// confidentiality limits for the TLS 1.3 suites (2^23 records, 128 GiB
+/// of full records). A longer transfer is left to rustls, which updates
+/// its keys.
+const RECORD_LIMIT: u64 = 1 << 23;
+/// TLS content types.
+const APPLICATION_DATA: u8 = 23;
+const ALERT: u8 = 21;
+/// `close_notify`: a warning-level alert, description 0.
+const CLOSE_NOTIFY: [u8; 2] = [1, 0];
+
+/// The sending half of a TLS 1.3 connection after the handover.
+struct Sealer {
+    key: LessSafeKey,
+    iv: [u8; aead::NONCE_LEN],
+    /// The next record's sequence number.
+    seq: u64,
+}
+
+impl Sealer {
+    /// The sending key rustls handed over, and the sequence number its
+    /// next record takes; `None` for an AEAD this does not know.
+    fn new(seq: u64, secrets: ConnectionTrafficSecrets) -> Option<Sealer> {
+        let (algorithm, key, iv) = match secrets {
+            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv),
+            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv),
+            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
+                (&aead::CHACHA20_POLY1305, key, iv)
+            }
+            _ => return None,
+        };
+        Some(Sealer {
+            key: LessSafeKey::new(UnboundKey::new(algorithm, key.as_ref()).ok()?),
+            iv: iv.as_ref().try_into().ok()?,
+            seq,
+        })
+    }
+
+    /// Seals the record whose place starts `slot`: its plaintext is the
+    /// `len` bytes after the header's place. Writes the header, the
+    /// content type and the tag around it; returns the record's length.
+    fn seal(&mut self, slot: &mut [u8], len: usize, content_type: u8) -> io::Result<usize> {
+        if self.seq >= RECORD_LIMIT {
+            return Err(io::Error::other(
+                "TLS: this connection's key has sealed all the records it may",
+            ));
+        }
+        let sealed = len + 1 + TAG_BYTES;
+        let header = [
+            APPLICATION_DATA,
+            3,
+            3,
+            (sealed >> 8) as u8,
+            (sealed & 0xff) as u8,
+        ];
+        slot[..HEADER_BYTES].copy_from_slice(&header);
+        let inner_end = HEADER_BYTES + len + 1;
+        slot[inner_end - 1] = content_type;
+        let mut nonce = self.iv;
+        for (byte, seq) in nonce[aead::NONCE_LEN - 8..]
+            .iter_mut()
+            .zip(self.seq.to_be_bytes())
+        {
+            *byte ^= seq;
+        }
+        let tag = self
+            .key
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(header),
+                &mut slot[HEADER_BYTES..inner_end],
+            )
+            .map_err(|_| io::Error::other("TLS: sealing a record failed"))?;
+        slot[inner_end..inner_end + TAG_BYTES].copy_from_slice(tag.as_ref());
+        self.seq += 1;
+        Ok(HEADER_BYTES + sealed)
+    }
+}
+
+/// Reads `source` into the plaintext places of `batch`'s records, in
+/// order, until they are full or the source ends; returns the bytes read.
+fn fill(source: &mut dyn Read, batch: &mut [u8]) -> io::Result<usize> {
+    let capacity = batch.len() / SLOT_BYTES * PLAIN_BYTES;
+    let mut filled = 0;
+    while filled < capacity {
+        let (first, offset) = (filled / PLAIN_BYTES, filled % PLAIN_BYTES);
+        let mut places: Vec<IoSliceMut<'_>> = batch
+            .chunks_mut(SLOT_BYTES)
+            .skip(first)
+            .enumerate()
+            .map(|(i, slot)| {
+                let start = HEADER_BYTES + if i == 0 { offset } else { 0 };
+                IoSliceMut::new(&mut slot[start..HEADER_BYTES + PLAIN_BYTES])
+            })
+            .collect();
+        match source.read_vectored(&mut places) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Seals the `filled` plaintext bytes of `batch` into records; returns
+/// where the last one ends.
+fn seal_batch(sealer: &mut Sealer, batch: &mut [u8], filled: usize) -> io::Result<usize> {
+    let mut end = 0;
+    for (i, slot) in batch.chunks_mut(SLOT_BYTES).enumerate() {
+        let len = filled.saturating_sub(i * PLAIN_BYTES).min(PLAIN_BYTES);
+        if len == 0 {
+            break;
+        }
+        end = i * SLOT_BYTES + sealer.seal(slot, len, APPLICATION_DATA)?;
+    }
+    Ok(end)
+}
+
+impl TlsStream {
+    /// Whether [`TlsStream::send_all`] seals the records itself: TLS 1.3,
+    /// a known length well within one key's record limit (rustls's
+    /// handshake records took a few), no write size asked for.
+    fn sealable(&self, length: Option<u64>, write_size: Option<usize>) -> bool {
+        let records = length.map(|bytes| bytes.div_ceil(PLAIN_BYTES as u64) + 1);
+        self.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+            && write_size.is_none()
+            && records.is_some_and(|n| n < RECORD_LIMIT / 2)
+    }
+
+    /// Sends all of `source`, then `close_notify` and the FIN; returns
+    /// the socket (to wait for the peer's acknowledgements). `length` is
+    /// what the source holds as far as is known. With TLS 1.3, a length
+    /// within one key's record limit and no `write_size`, the records are
+    /// sealed here ([`Sealer`]); otherwise rustls makes them, in pieces of
+    /// `write_size` (or 1 MiB) of plaintext. Either way a second thread
+    /// writes them to the socket.
+    pub(crate) fn send_all(
+        mut self,
+        source: &mut dyn Read,
+        length: Option<u64>,
+        write_size: Option<usize>,
+        count: &mut dyn FnMut(usize),
+    ) -> Result<TcpStream, CopyError> {
+        if !self.sealable(length, write_size) {
+            let chunk = write_size.unwrap_or(1 << 20);
+            self.pipelined(|out| writes::copy(source, out, chunk, count))?;
+            self.finish().map_err(CopyError::Write)?;
+            return Ok(self.sock);
+        }
+        self.send_pending().map_err(CopyError::Write)?;
+        let TlsStream { conn, sock, .. } = self;
+        let handover = |e: String| CopyError::Write(io::Error::other(format!("TLS: {e}")));
+        let (seq, secrets) = conn
+            .dangerous_extract_secrets()
+            .map_err(|e| handover(e.to_string()))?
+            .tx;
+        let mut sealer =
+            Sealer::new(seq, secrets).ok_or_else(|| handover("an unknown cipher".to_owned()))?;
+        with_socket_writer(&sock, |shipper| {
+            loop {
+                let mut batch = shipper.buffer();
+                // Zeroed only when new (or the short last batch): every
+                // byte a record holds is written before it is sent.
+                batch.resize(SLOT_BYTES * RECORDS_PER_BATCH, 0);
+                let filled = fill(source, &mut batch).map_err(CopyError::Read)?;
+                let end = seal_batch(&mut sealer, &mut batch, filled).map_err(CopyError::Write)?;
+                batch.truncate(end);
+                if end > 0 {
+                    shipper.ship(batch).map_err(CopyError::Write)?;
+                    count(filled);
+                }
+                if filled < RECORDS_PER_BATCH * PLAIN_BYTES {
+                    break;
+                }
+            }
+            let mut last = shipper.buffer();
+            last.resize(SLOT_BYTES.max(last.len()), 0);
+            last[HEADER_BYTES..HEADER_BYTES + CLOSE_NOTIFY.len()].copy_from_slice(&CLOSE_NOTIFY);
+            let end = sealer
+                .seal(&mut last, CLOSE_NOTIFY.len(), ALERT)
+                .map_err(CopyError::Write)?;
+            last.truncate(end);
+            shipper.ship(last).map_err(CopyError::Write)
+        })?;
+        sock.shutdown(Shutdown::Write).map_err(CopyError::Write)?;
+        Ok(sock)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+    use crate::tls::tests::tls_pair;
+
+    fn pattern(bytes: usize) -> Vec<u8> {
+        (0..bytes).map(|i| (i * 31 + i / 4099) as u8).collect()
+    }
+
+    /// Sends `data` with [`TlsStream::send_all`] to a rustls client that
+    /// reads to the `close_notify`; returns what it read.
+    fn through_send_all(data: &[u8], write_size: Option<usize>) -> Vec<u8> {
+        let (mut server, mut client) = tls_pair();
+        let reading = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).map(|_| got)
+        });
+        server.write_all(b"hello").unwrap();
+        let length = Some(data.len() as u64);
+        assert_eq!(server.sealable(length, write_size), write_size.is_none());
+        let mut counted = 0;
+        let mut source = data;
+        server
+            .send_all(&mut source, Some(data.len() as u64), write_size, &mut |n| {
+                counted += n
+            })
+            .unwrap();
+        assert_eq!(counted, data.len());
+        let got = reading.join().unwrap().unwrap();
+        assert_eq!(&got[..5], b"hello");
+        got[5..].to_vec()
+    }
+
+    #[test]
+    fn sealed_records_are_what_rustls_reads_at_every_length_and_end_in_close_notify() {
+        for bytes in [
+            0,
+            1,
+            PLAIN_BYTES - 1,
+            PLAIN_BYTES,
+            PLAIN_BYTES + 1,
+            RECORDS_PER_BATCH * PLAIN_BYTES,
+            RECORDS_PER_BATCH * PLAIN_BYTES + 17,
+            3_000_001,
+        ] {
+            let data = pattern(bytes);
+            assert!(through_send_all(&data, None) == data, "{bytes} bytes");
+        }
+    }
+
+    #[test]
+    fn a_write_size_or_an_unknown_length_leaves_the_records_to_rustls() {
+        let data = pattern(1_000_003);
+        assert!(through_send_all(&data, Some(65_536)) == data);
+        let (server, mut client) = tls_pair();
+        let reading = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).map(|_| got)
+        });
+        let mut source = data.as_slice();
+        assert!(!server.sealable(None, None));
+        assert!(!server.sealable(Some(RECORD_LIMIT * PLAIN_BYTES as u64), None));
+        server
+            .send_all(&mut source, None, None, &mut |_| {})
+            .unwrap();
+        assert!(reading.join().unwrap().unwrap() == data);
+    }
+
+    #[test]
+    fn a_source_that_reads_a_little_at_a_time_fills_whole_records() {
+        /// Hands out at most 1000 bytes per read.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(1000).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let data = pattern(300_000);
+        let mut batch = vec![0u8; SLOT_BYTES * RECORDS_PER_BATCH];
+        let filled = fill(&mut Trickle(&data), &mut batch).unwrap();
+        assert_eq!(filled, RECORDS_PER_BATCH * PLAIN_BYTES);
+        for (i, slot) in batch.chunks(SLOT_BYTES).enumerate() {
+            let plain = &slot[HEADER_BYTES..HEADER_BYTES + PLAIN_BYTES];
+            assert!(
+                plain == &data[i * PLAIN_BYTES..(i + 1) * PLAIN_BYTES],
+                "record {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_key_refuses_to_seal_past_its_record_limit() {
+        let key = rustls::crypto::cipher::AeadKey::from([7u8; 32]);
+        let iv = rustls::crypto::cipher::Iv::new([1u8; 12]);
+        let secrets = ConnectionTrafficSecrets::Aes256Gcm { key, iv };
+        let mut sealer = Sealer::new(RECORD_LIMIT - 1, secrets).unwrap();
+        let mut slot = vec![0u8; SLOT_BYTES];
+        assert!(sealer.seal(&mut slot, 10, APPLICATION_DATA).is_ok());
+        let refused = sealer.seal(&mut slot, 10, APPLICATION_DATA).unwrap_err();
+        assert!(refused.to_string().contains("all the records it may"));
+    }
+}
