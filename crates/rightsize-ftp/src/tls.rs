@@ -298,6 +298,10 @@ impl ClientTls {
                 .with_custom_certificate_verifier(Arc::new(Accept::anything()))
                 .with_no_client_auth(),
         };
+        let mut config = config;
+        // A download opens its records itself (see `open`): rustls hands
+        // over the keys once the first data has come.
+        config.enable_secret_extraction = true;
         Ok(ClientTls {
             config: Arc::new(config),
         })
@@ -467,7 +471,7 @@ impl Pump {
 /// A blocking TLS stream over a data connection.
 #[derive(Debug)]
 pub struct TlsStream {
-    conn: Connection,
+    link: Link,
     sock: TcpStream,
     /// Bytes read from the socket and not yet handed to TLS: rustls reads
     /// 4 KiB at a time by itself, a system call each (a quarter of a
@@ -475,10 +479,31 @@ pub struct TlsStream {
     raw: Box<[u8]>,
     raw_start: usize,
     raw_end: usize,
+    /// Whether the handshake resumed an earlier session.
+    resumed: bool,
+    /// A download whose records are to be opened here once its first
+    /// data arrives ([`TlsStream::receive_in_place`]).
+    hand_over: bool,
+}
+
+/// Who protects a [`TlsStream`]'s records.
+#[derive(Debug)]
+enum Link {
+    /// rustls.
+    Rustls(Box<Connection>),
+    /// This stream, with the keys rustls handed over (`open`).
+    Opened(Box<open::Opened>),
+    /// Neither: a handover failed midway.
+    Broken,
 }
 
 /// Bytes a [`TlsStream`] reads from its socket at a time.
 const RAW_READ_BYTES: usize = 256 * 1024;
+
+/// The error of a [`TlsStream`] whose keys are no longer rustls's.
+fn handed_over() -> io::Error {
+    io::Error::other("TLS: this stream's keys were handed over for a download; it only receives")
+}
 
 impl TlsStream {
     fn handshake(mut conn: Connection, mut sock: TcpStream) -> Result<TlsStream, TlsError> {
@@ -486,33 +511,73 @@ impl TlsStream {
             conn.complete_io(&mut sock)
                 .map_err(|e| TlsError::Protocol(format!("handshake: {e}")))?;
         }
+        let kind = match &conn {
+            Connection::Client(c) => c.handshake_kind(),
+            Connection::Server(s) => s.handshake_kind(),
+        };
         Ok(TlsStream {
-            conn,
+            link: Link::Rustls(Box::new(conn)),
             sock,
             raw: vec![0u8; RAW_READ_BYTES].into_boxed_slice(),
             raw_start: 0,
             raw_end: 0,
+            resumed: kind == Some(rustls::HandshakeKind::Resumed),
+            hand_over: false,
         })
+    }
+
+    /// The rustls connection, while rustls has the keys.
+    fn rustls(&mut self) -> io::Result<&mut Connection> {
+        match &mut self.link {
+            Link::Rustls(conn) => Ok(conn),
+            Link::Opened(_) | Link::Broken => Err(handed_over()),
+        }
+    }
+
+    /// Reads the socket into `raw` after what it holds (blocking within
+    /// its timeout); returns the bytes read, 0 at its end.
+    fn read_socket(&mut self) -> io::Result<usize> {
+        loop {
+            match self.sock.read(&mut self.raw[self.raw_end..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => {
+                    self.raw_end += n;
+                    return Ok(n);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Hands TLS more of what the socket brought, reading the socket (one
     /// large read, blocking within its timeout) when nothing is left; at
-    /// its end, tells TLS so.
+    /// its end, tells TLS so. Before a handover, whole records only, so
+    /// that rustls holds none half read when it hands over.
     fn feed(&mut self) -> io::Result<()> {
-        if self.raw_start == self.raw_end {
-            let n = loop {
-                match self.sock.read(&mut self.raw) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    other => break other?,
-                }
-            };
-            (self.raw_start, self.raw_end) = (0, n);
-        }
-        let mut rest = &self.raw[self.raw_start..self.raw_end];
+        let end = if self.hand_over {
+            self.whole_record()?.unwrap_or(self.raw_end)
+        } else {
+            if self.raw_start == self.raw_end {
+                (self.raw_start, self.raw_end) = (0, 0);
+                self.read_socket()?;
+            }
+            self.raw_end
+        };
+        let Link::Rustls(conn) = &mut self.link else {
+            return Err(handed_over());
+        };
+        let mut rest = &self.raw[self.raw_start..end];
         // Nothing left: an empty read is how rustls learns of the end.
-        let taken = self.conn.read_tls(&mut rest)?;
-        self.raw_start += taken;
-        let processed = self.conn.process_new_packets();
+        // rustls takes 4 KiB or so per call; a whole record before a
+        // handover (it has room for one).
+        loop {
+            let taken = conn.read_tls(&mut rest)?;
+            self.raw_start += taken;
+            if !self.hand_over || rest.is_empty() || taken == 0 {
+                break;
+            }
+        }
+        let processed = conn.process_new_packets();
         // Whatever the outcome, what TLS has to say (an alert after an
         // error).
         self.send_pending()?;
@@ -520,10 +585,44 @@ impl TlsStream {
         Ok(())
     }
 
+    /// Makes `raw` hold a whole record from `raw_start` (moving a part
+    /// record to the front and reading the socket as needed); returns
+    /// where it ends, or `None` at the socket's end.
+    fn whole_record(&mut self) -> io::Result<Option<usize>> {
+        use record::{HEADER_BYTES, MAX_BODY_BYTES};
+        loop {
+            let held = &self.raw[self.raw_start..self.raw_end];
+            if let Some(header) = held.get(..HEADER_BYTES) {
+                let body = usize::from(u16::from_be_bytes([header[3], header[4]]));
+                if body > MAX_BODY_BYTES {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "TLS: a record of {body} bytes, more than the {MAX_BODY_BYTES} TLS allows"
+                        ),
+                    ));
+                }
+                if held.len() >= HEADER_BYTES + body {
+                    return Ok(Some(self.raw_start + HEADER_BYTES + body));
+                }
+            }
+            if self.raw_start > 0 {
+                self.raw.copy_within(self.raw_start..self.raw_end, 0);
+                self.raw_end -= self.raw_start;
+                self.raw_start = 0;
+            }
+            if self.read_socket()? == 0 {
+                return Ok(None);
+            }
+        }
+    }
+
     /// Writes to the socket every record TLS has ready.
     fn send_pending(&mut self) -> io::Result<()> {
-        while self.conn.wants_write() {
-            self.conn.write_tls(&mut self.sock)?;
+        if let Link::Rustls(conn) = &mut self.link {
+            while conn.wants_write() {
+                conn.write_tls(&mut self.sock)?;
+            }
         }
         Ok(())
     }
@@ -535,28 +634,26 @@ impl TlsStream {
 
     /// Whether this connection resumed an earlier session.
     pub fn resumed(&self) -> bool {
-        let kind = match &self.conn {
-            Connection::Client(c) => c.handshake_kind(),
-            Connection::Server(s) => s.handshake_kind(),
-        };
-        kind == Some(rustls::HandshakeKind::Resumed)
+        self.resumed
     }
 
     /// Ends the stream as TLS wants it: `close_notify`, then the TCP FIN.
     pub fn finish(&mut self) -> io::Result<()> {
-        self.conn.send_close_notify();
+        match &mut self.link {
+            Link::Rustls(conn) => conn.send_close_notify(),
+            Link::Opened(opened) => opened.close_notify(&mut self.sock)?,
+            Link::Broken => return Err(handed_over()),
+        }
         self.flush()?;
         self.sock.shutdown(std::net::Shutdown::Write)
     }
-}
 
-impl TlsStream {
     /// Plaintext without waiting: what is decrypted already, else what the
     /// socket holds now (one read if it is readable); `None` when nothing
     /// is there yet. `Some(0)` after the peer's `close_notify`.
     pub fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         loop {
-            match self.conn.reader().read(buf) {
+            match self.rustls()?.reader().read(buf) {
                 Ok(n) => return Ok(Some(n)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
@@ -611,6 +708,11 @@ impl SharedTls {
         self.lock().finish()
     }
 
+    /// [`TlsStream::receive_in_place`].
+    pub(crate) fn receive_in_place(&self, length: Option<u64>) {
+        self.lock().receive_in_place(length);
+    }
+
     /// [`TlsStream::read_ready`].
     pub fn read_ready(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         self.lock().read_ready(buf)
@@ -642,9 +744,16 @@ impl Read for TlsStream {
     /// stream that ends without it (cut short, or by a peer that does not
     /// close TLS) is an `UnexpectedEof` error.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if matches!(self.link, Link::Opened(_)) {
+            return self.read_opened(buf);
+        }
         loop {
-            match self.conn.reader().read(buf) {
+            match self.rustls()?.reader().read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.feed()?,
+                Ok(n) if n > 0 && self.hand_over => {
+                    self.take_over()?;
+                    return Ok(n);
+                }
                 other => return other,
             }
         }
@@ -653,18 +762,22 @@ impl Read for TlsStream {
 
 impl Write for TlsStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.conn.writer().write(buf)?;
+        let n = self.rustls()?.writer().write(buf)?;
         self.send_pending()?;
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.conn.writer().flush()?;
+        if let Link::Rustls(conn) = &mut self.link {
+            conn.writer().flush()?;
+        }
         self.send_pending()
     }
 }
 
+mod open;
 mod pipeline;
+mod record;
 mod seal;
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ mod serve_support;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
@@ -55,17 +55,31 @@ fn read(path: &Path) -> Vec<u8> {
 #[test]
 fn globus_url_copy_shows_the_rate_of_a_mode_e_upload_from_its_perf_markers() {
     let f = Fixture::new(FILE_BYTES, 11);
-    let log = guc(
-        "globus-url-copy -vb -p 4 upload",
-        &[
-            "-vb",
-            "-dbg",
-            "-p",
-            "4",
-            &local_url(&f),
-            &f.upload_url("p4.bin"),
-        ],
-    );
+    // globus-url-copy prints a rate only from a marker at least 0.1 s
+    // after the transfer began: the file comes through its standard input
+    // over half a second at least, so that a fast host cannot finish
+    // sooner.
+    let mut child = Command::new("globus-url-copy")
+        .args(["-vb", "-dbg", "-p", "4", "-", &f.upload_url("p4.bin")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("globus-url-copy (scripts/setup installs it)");
+    let mut stdin = child.stdin.take().unwrap();
+    for piece in f.content.chunks(FILE_BYTES / 6) {
+        stdin.write_all(piece).unwrap();
+        thread::sleep(Duration::from_millis(100));
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+    .replace('\r', "");
+    assert!(out.status.success(), "globus-url-copy failed:\n{log}");
     assert_eq!(read(&f.root().join("up/p4.bin")), f.content);
     // The last markers before the 226: all the bytes, one stripe, and
     // the range that arrived, as the Globus server writes them.

@@ -189,6 +189,15 @@ impl ClientStream {
         }
     }
 
+    /// Says that this data connection now carries a download of
+    /// `length` bytes (as far as is known), which TLS may take in place
+    /// ([`TlsStream::receive_in_place`]).
+    pub(crate) fn receive_in_place(&self, length: Option<u64>) {
+        if let ClientStream::Tls(t) = self {
+            t.receive_in_place(length);
+        }
+    }
+
     /// Ends what this end sends: `close_notify` (TLS), then the FIN.
     pub(crate) fn end(&mut self) -> io::Result<()> {
         match self {

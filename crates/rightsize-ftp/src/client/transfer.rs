@@ -111,6 +111,7 @@ pub(crate) fn get_file(
 
     let retr = Command::Retr(arg(path, "path")?);
     let mut data = open_data(session, &retr, path, Role::Receiver, options, observer)?;
+    data.stream.receive_in_place(remaining);
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         if let Some(signal) = signals::caught() {

@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
 use rustls::Connection;
 
-use super::TlsStream;
+use super::{Link, TlsStream, handed_over};
 use crate::writes::CopyError;
 
 /// Plaintext rustls encrypts per batch handed to the socket's thread.
@@ -137,7 +137,10 @@ impl TlsStream {
     ) -> Result<(), CopyError> {
         // What rustls holds from an earlier write goes first.
         self.send_pending().map_err(CopyError::Write)?;
-        let TlsStream { conn, sock, .. } = self;
+        let TlsStream { link, sock, .. } = self;
+        let Link::Rustls(conn) = link else {
+            return Err(CopyError::Write(handed_over()));
+        };
         // Each batch is encrypted whole, then handed over.
         conn.set_buffer_limit(None);
         let sent = with_socket_writer(sock, |shipper| {

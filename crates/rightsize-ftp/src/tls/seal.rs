@@ -16,102 +16,21 @@
 use std::io::{self, IoSliceMut, Read};
 use std::net::{Shutdown, TcpStream};
 
-use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
-use rustls::{ConnectionTrafficSecrets, ProtocolVersion};
+use rustls::ProtocolVersion;
 
-use super::TlsStream;
 use super::pipeline::with_socket_writer;
+use super::record::{
+    ALERT, APPLICATION_DATA, CLOSE_NOTIFY, HEADER_BYTES, PLAIN_BYTES, RECORD_LIMIT, RecordKey,
+    TAG_BYTES,
+};
+use super::{Link, TlsStream, handed_over};
 use crate::writes::{self, CopyError};
 
-/// Plaintext bytes in a full record.
-const PLAIN_BYTES: usize = 16 * 1024;
-/// A record's header: type, legacy version, length.
-const HEADER_BYTES: usize = 5;
-/// The AEAD tag after each record's ciphertext.
-const TAG_BYTES: usize = 16;
 /// A full record's place in a batch: header, plaintext, content type,
 /// tag.
 const SLOT_BYTES: usize = HEADER_BYTES + PLAIN_BYTES + 1 + TAG_BYTES;
 /// Records per batch (256 KiB of plaintext, one `readv` of the file).
 const RECORDS_PER_BATCH: usize = 16;
-/// Records one key seals here at most: the smallest of rustls's
-/// confidentiality limits for the TLS 1.3 suites (2^23 records, 128 GiB
-/// of full records). A longer transfer is left to rustls, which updates
-/// its keys.
-const RECORD_LIMIT: u64 = 1 << 23;
-/// TLS content types.
-const APPLICATION_DATA: u8 = 23;
-const ALERT: u8 = 21;
-/// `close_notify`: a warning-level alert, description 0.
-const CLOSE_NOTIFY: [u8; 2] = [1, 0];
-
-/// The sending half of a TLS 1.3 connection after the handover.
-struct Sealer {
-    key: LessSafeKey,
-    iv: [u8; aead::NONCE_LEN],
-    /// The next record's sequence number.
-    seq: u64,
-}
-
-impl Sealer {
-    /// The sending key rustls handed over, and the sequence number its
-    /// next record takes; `None` for an AEAD this does not know.
-    fn new(seq: u64, secrets: ConnectionTrafficSecrets) -> Option<Sealer> {
-        let (algorithm, key, iv) = match secrets {
-            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv),
-            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv),
-            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
-                (&aead::CHACHA20_POLY1305, key, iv)
-            }
-            _ => return None,
-        };
-        Some(Sealer {
-            key: LessSafeKey::new(UnboundKey::new(algorithm, key.as_ref()).ok()?),
-            iv: iv.as_ref().try_into().ok()?,
-            seq,
-        })
-    }
-
-    /// Seals the record whose place starts `slot`: its plaintext is the
-    /// `len` bytes after the header's place. Writes the header, the
-    /// content type and the tag around it; returns the record's length.
-    fn seal(&mut self, slot: &mut [u8], len: usize, content_type: u8) -> io::Result<usize> {
-        if self.seq >= RECORD_LIMIT {
-            return Err(io::Error::other(
-                "TLS: this connection's key has sealed all the records it may",
-            ));
-        }
-        let sealed = len + 1 + TAG_BYTES;
-        let header = [
-            APPLICATION_DATA,
-            3,
-            3,
-            (sealed >> 8) as u8,
-            (sealed & 0xff) as u8,
-        ];
-        slot[..HEADER_BYTES].copy_from_slice(&header);
-        let inner_end = HEADER_BYTES + len + 1;
-        slot[inner_end - 1] = content_type;
-        let mut nonce = self.iv;
-        for (byte, seq) in nonce[aead::NONCE_LEN - 8..]
-            .iter_mut()
-            .zip(self.seq.to_be_bytes())
-        {
-            *byte ^= seq;
-        }
-        let tag = self
-            .key
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(header),
-                &mut slot[HEADER_BYTES..inner_end],
-            )
-            .map_err(|_| io::Error::other("TLS: sealing a record failed"))?;
-        slot[inner_end..inner_end + TAG_BYTES].copy_from_slice(tag.as_ref());
-        self.seq += 1;
-        Ok(HEADER_BYTES + sealed)
-    }
-}
 
 /// Reads `source` into the plaintext places of `batch`'s records, in
 /// order, until they are full or the source ends; returns the bytes read.
@@ -141,7 +60,7 @@ fn fill(source: &mut dyn Read, batch: &mut [u8]) -> io::Result<usize> {
 
 /// Seals the `filled` plaintext bytes of `batch` into records; returns
 /// where the last one ends.
-fn seal_batch(sealer: &mut Sealer, batch: &mut [u8], filled: usize) -> io::Result<usize> {
+fn seal_batch(sealer: &mut RecordKey, batch: &mut [u8], filled: usize) -> io::Result<usize> {
     let mut end = 0;
     for (i, slot) in batch.chunks_mut(SLOT_BYTES).enumerate() {
         let len = filled.saturating_sub(i * PLAIN_BYTES).min(PLAIN_BYTES);
@@ -159,7 +78,8 @@ impl TlsStream {
     /// handshake records took a few), no write size asked for.
     fn sealable(&self, length: Option<u64>, write_size: Option<usize>) -> bool {
         let records = length.map(|bytes| bytes.div_ceil(PLAIN_BYTES as u64) + 1);
-        self.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+        matches!(&self.link, Link::Rustls(conn)
+                if conn.protocol_version() == Some(ProtocolVersion::TLSv1_3))
             && write_size.is_none()
             && records.is_some_and(|n| n < RECORD_LIMIT / 2)
     }
@@ -168,7 +88,7 @@ impl TlsStream {
     /// the socket (to wait for the peer's acknowledgements). `length` is
     /// what the source holds as far as is known. With TLS 1.3, a length
     /// within one key's record limit and no `write_size`, the records are
-    /// sealed here ([`Sealer`]); otherwise rustls makes them, in pieces of
+    /// sealed here ([`RecordKey::seal`]); otherwise rustls makes them, in pieces of
     /// `write_size` (or 1 MiB) of plaintext. Either way a second thread
     /// writes them to the socket.
     pub(crate) fn send_all(
@@ -185,14 +105,17 @@ impl TlsStream {
             return Ok(self.sock);
         }
         self.send_pending().map_err(CopyError::Write)?;
-        let TlsStream { conn, sock, .. } = self;
+        let TlsStream { link, sock, .. } = self;
+        let Link::Rustls(conn) = link else {
+            return Err(CopyError::Write(handed_over()));
+        };
         let handover = |e: String| CopyError::Write(io::Error::other(format!("TLS: {e}")));
         let (seq, secrets) = conn
             .dangerous_extract_secrets()
             .map_err(|e| handover(e.to_string()))?
             .tx;
         let mut sealer =
-            Sealer::new(seq, secrets).ok_or_else(|| handover("an unknown cipher".to_owned()))?;
+            RecordKey::new(seq, secrets).ok_or_else(|| handover("an unknown cipher".to_owned()))?;
         with_socket_writer(&sock, |shipper| {
             loop {
                 let mut batch = shipper.buffer();
@@ -318,17 +241,5 @@ mod tests {
                 "record {i}"
             );
         }
-    }
-
-    #[test]
-    fn the_key_refuses_to_seal_past_its_record_limit() {
-        let key = rustls::crypto::cipher::AeadKey::from([7u8; 32]);
-        let iv = rustls::crypto::cipher::Iv::new([1u8; 12]);
-        let secrets = ConnectionTrafficSecrets::Aes256Gcm { key, iv };
-        let mut sealer = Sealer::new(RECORD_LIMIT - 1, secrets).unwrap();
-        let mut slot = vec![0u8; SLOT_BYTES];
-        assert!(sealer.seal(&mut slot, 10, APPLICATION_DATA).is_ok());
-        let refused = sealer.seal(&mut slot, 10, APPLICATION_DATA).unwrap_err();
-        assert!(refused.to_string().contains("all the records it may"));
     }
 }
