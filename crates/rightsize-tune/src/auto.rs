@@ -658,11 +658,16 @@ impl Auto {
             }
         }
         let mut decision = self.use_capacity(sample.at);
-        if decision.actions.is_empty() {
-            decision = self
-                .memory
-                .check(&view, self.applied, self.last_change, self.state.name());
-        }
+        // What the kernel did to the clamp and the memory is put right
+        // unless the steering below sets both anew; it never stops the
+        // steering (where the kernel replaces the clamp at every sample,
+        // as on loopback, the window would never move).
+        let memory = if decision.actions.is_empty() {
+            self.memory
+                .check(&view, self.applied, self.last_change, self.state.name())
+        } else {
+            Decision::none()
+        };
         if decision.actions.is_empty()
             && let Some(r) = self.read(&view)
         {
@@ -695,6 +700,9 @@ impl Auto {
             {
                 self.ask_pace(r.rate, &mut decision);
             }
+        }
+        if decision.actions.is_empty() {
+            decision.and(memory);
         }
         if self.told.is_none() {
             self.tell_peer(&mut decision);

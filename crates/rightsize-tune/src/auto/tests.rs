@@ -943,3 +943,61 @@ fn a_path_that_gets_faster_and_shorter_is_ramped_to_again() {
         );
     }
 }
+
+#[test]
+fn a_kernel_that_replaces_the_clamp_at_every_sample_does_not_stop_the_steering() {
+    // Loopback: a 1 ms path whose trains read 200 Mbit/s, a sender that
+    // paces at the ceiling asked for and a flow that fills it, and a
+    // kernel that puts its own clamp in place of the tuner's before every
+    // sample (seen on loopback, 64 KiB segments). The ceiling must still
+    // be raised as the flow reaches it: answering the kernel alone, the
+    // flow stayed at the trains' 1.7 Gbit/s where the kernel's own tuning
+    // made 20 (measured).
+    let mut auto = receiver();
+    auto.on_event(&control_rtt(0, 1));
+    let train = |at_ms| {
+        Event::Train(TrainProbe {
+            at: ms(at_ms),
+            bytes: 47 * 1500,
+            dispersion: std::time::Duration::from_micros(2_820),
+        })
+    };
+    let mut asked = Vec::new();
+    let note = |asked: &mut Vec<f64>, d: crate::Decision| {
+        for a in &d.actions {
+            if let Action::TellPeerPace(b) = a {
+                asked.push(b.get() as f64);
+            }
+        }
+    };
+    for i in 0..crate::sobas::TRAINS as u64 {
+        note(&mut asked, auto.on_event(&train(1 + i)));
+    }
+    assert_eq!(asked.len(), 1, "the trains asked for a pace: {asked:?}");
+    let mut bytes = 0u64;
+    for step in 1..=200u64 {
+        let at_ms = 10 + 5 * step;
+        let pace = *asked.last().unwrap();
+        // The flow carries what the sender is let to: its ceiling.
+        bytes += (pace * 0.005) as u64;
+        let info = PeerInfo {
+            busy_time_us: Some(at_ms * 1000),
+            rwnd_limited_us: Some(0),
+            sndbuf_limited_us: Some(0),
+            delivery_rate_bps: Some((pace * 8.0) as u64),
+            min_rtt_us: Some(1_000),
+            rtt_us: Some(1_000),
+            bytes_retrans: Some(0),
+            total_retrans_segs: Some(0),
+            pace_bps: Some((pace * 8.0) as u64),
+        };
+        note(&mut asked, auto.on_event(&peer(at_ms, info)));
+        // The kernel's clamp, never the one asked for.
+        let sample = read_back(at_ms, bytes, 4_000_000, 8_000_000, 4_000_000);
+        note(&mut asked, auto.on_event(&sample));
+    }
+    assert!(
+        asked.len() >= 10 && asked.windows(2).all(|w| w[1] > w[0]),
+        "the ceiling was not raised as the flow reached it: {asked:?}"
+    );
+}
