@@ -64,6 +64,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_PER_ADDRESS)]
     pub max_per_address: usize,
 
+    /// Most sessions at once from one address that have not logged in (a
+    /// client that connects and does not log in holds a place until the
+    /// login timeout). When the server holds --max-sessions, a new
+    /// connection takes the place of the session that has waited longest
+    /// for its login
+    #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_PRELOGIN_PER_ADDRESS)]
+    pub max_prelogin_per_address: usize,
+
     /// Time a client has to log in.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = units::parse_positive_duration)]
     pub login_timeout: Duration,
@@ -285,6 +293,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     config.users = users;
     config.max_sessions = args.max_sessions;
     config.max_per_address = args.max_per_address;
+    config.max_prelogin_per_address = args.max_prelogin_per_address;
     config.login_timeout = args.login_timeout;
     config.idle_timeout = args.idle_timeout;
     config.data_connect_timeout = args.data_connect_timeout;

@@ -166,13 +166,27 @@ fn sessions_are_capped_per_address_and_in_total() {
             .text()
             .contains("too many connections from your internet address")
     );
-    let mut s = Control::connect_raw_from(b, serve.addr);
-    assert_eq!(s.reply().code(), 220);
-    held.push(s);
+    // Logged in, the sessions of b and a are never closed to make room.
+    let mut logged = Control::connect_raw_from(b, serve.addr);
+    assert_eq!(logged.reply().code(), 220);
+    assert_eq!(logged.cmd("USER anonymous").code(), 331);
+    assert_eq!(logged.cmd("PASS x@y").code(), 230);
+    assert_eq!(held[1].cmd("USER anonymous").code(), 331);
+    assert_eq!(held[1].cmd("PASS x@y").code(), 230);
+    // Full: a newcomer takes the place of the one session that has not
+    // logged in, the oldest.
+    let mut newcomer = Control::connect_raw_from(c, serve.addr);
+    assert_eq!(newcomer.reply().code(), 220);
+    assert!(held[0].is_closed(), "the waiting session was not closed");
+    assert_eq!(logged.cmd("NOOP").code(), 200);
+    assert_eq!(held[1].cmd("NOOP").code(), 200);
+    // Full, and all logged in: no room to make.
+    assert_eq!(newcomer.cmd("USER anonymous").code(), 331);
+    assert_eq!(newcomer.cmd("PASS x@y").code(), 230);
     let mut over = Control::connect_raw_from(c, serve.addr);
     assert_eq!(over.reply().code(), 421);
     // A closed session frees its place.
-    held.remove(0);
+    drop(logged);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut again = Control::connect_raw_from(c, serve.addr);
@@ -182,6 +196,59 @@ fn sessions_are_capped_per_address_and_in_total() {
             code => panic!("reply {code} after a session closed"),
         }
     }
+}
+
+#[test]
+fn slow_clients_that_never_log_in_do_not_keep_others_out() {
+    let root = root_with_files();
+    let serve = Serve::start(
+        root.path(),
+        &[
+            "--max-sessions",
+            "40",
+            "--max-prelogin-per-address",
+            "8",
+            "--login-timeout",
+            "60s",
+        ],
+    );
+    // Slowloris: from one address, a byte now and then and never a login.
+    let slow = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut s = Control::connect_raw_from(slow, serve.addr);
+        assert_eq!(s.reply().code(), 220);
+        s.send_bytes(b"U");
+        held.push(s);
+    }
+    let mut ninth = Control::connect_raw_from(slow, serve.addr);
+    let reply = ninth.reply();
+    assert_eq!(reply.code(), 421, "{reply:?}");
+    assert!(
+        reply.text().contains("that have not logged in"),
+        "{reply:?}"
+    );
+    // From 32 more addresses, filling the server.
+    for host in 10..42u8 {
+        let mut s =
+            Control::connect_raw_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, host)), serve.addr);
+        assert_eq!(s.reply().code(), 220);
+        s.send_bytes(b"U");
+        held.push(s);
+    }
+    // A client that logs in still gets in, and downloads, within the
+    // login timeout the slow ones hold their places for.
+    let started = Instant::now();
+    let mut client = Control::anonymous(serve.addr);
+    let (bytes, done) = client.retr("pub/hello.txt");
+    assert_eq!(done.code(), 226);
+    assert_eq!(bytes, b"hello\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The session that waited longest made room.
+    assert!(
+        held[0].is_closed(),
+        "the oldest waiting session is still open"
+    );
 }
 
 #[test]

@@ -97,6 +97,8 @@ struct Conn {
     /// client's, for its next upload, or ours to its PORT address, for
     /// the next send there.
     cached: Cached,
+    /// This session's place under the caps.
+    slot: Slot,
 }
 
 /// MODE E data connections kept open after a transfer.
@@ -114,7 +116,6 @@ enum Cached {
 /// Serves one control connection to its end. `slot` is the connection's
 /// place under the session caps, given back when this returns.
 pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, slot: Slot) {
-    let _slot = slot;
     if let Err(e) = setup_control(&control, shared.config.login_timeout) {
         shared.log(&format!("{peer}: control socket setup failed: {e}"));
         return;
@@ -159,6 +160,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         transfers: 0,
         responder: None,
         cached: Cached::None,
+        slot,
     };
     conn.shared.log(&format!("{peer}: connected"));
     // Implicit FTPS: the greeting waits in TLS for the handshake.
@@ -284,6 +286,8 @@ impl Conn {
                     let user = self.session.user().map(str::to_owned);
                     let out = self.session.handle(command, &mut self.host, now_unix());
                     if login && self.session.logged_in() {
+                        // Logged in: never closed to make room.
+                        self.slot.logged_in();
                         // Logged in: a reply may wait on the client as
                         // long as a command may.
                         let idle = self.shared.config.idle_timeout;

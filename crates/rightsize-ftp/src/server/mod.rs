@@ -21,7 +21,7 @@ mod telemetry;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
@@ -42,7 +42,7 @@ use rightsize_tune::{Peer, Role, Tuner, TunerSpec};
 use crate::tls::ServerTls;
 
 pub use data::COPY_CHUNK_BYTES;
-pub use limits::{Limits, Refused};
+pub use limits::{Evict, Limits, Refused};
 
 /// The port `rightsize serve` listens on by default.
 pub const DEFAULT_PORT: u16 = 2121;
@@ -51,6 +51,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 /// Sessions at once from one address (vsftpd's `max_per_ip` is 50; a
 /// benchmark host opens many).
 pub const DEFAULT_MAX_PER_ADDRESS: usize = 250;
+/// Sessions at once from one address that have not logged in (a client
+/// logs in within a few round trips; more than this from one address is
+/// a client that holds places without using them).
+pub const DEFAULT_MAX_PRELOGIN_PER_ADDRESS: usize = 32;
 /// How long a client may take to log in (vsftpd: 60 s).
 pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a logged-in client may stay silent (vsftpd: 300 s).
@@ -79,6 +83,8 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Cap on sessions from one address.
     pub max_per_address: usize,
+    /// Cap on sessions from one address before their login.
+    pub max_prelogin_per_address: usize,
     /// Pre-login timeout.
     pub login_timeout: Duration,
     /// Idle timeout between commands.
@@ -180,6 +186,7 @@ impl ServerConfig {
             users: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_per_address: DEFAULT_MAX_PER_ADDRESS,
+            max_prelogin_per_address: DEFAULT_MAX_PRELOGIN_PER_ADDRESS,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             data_connect_timeout: DEFAULT_DATA_CONNECT_TIMEOUT,
@@ -417,7 +424,11 @@ impl Server {
             ..SessionConfig::default()
         };
         let shared = Arc::new(Shared {
-            limits: Limits::new(config.max_sessions, config.max_per_address),
+            limits: Limits::new(
+                config.max_sessions,
+                config.max_per_address,
+                config.max_prelogin_per_address,
+            ),
             session_config,
             root,
             started_unix,
@@ -487,7 +498,21 @@ impl Server {
     }
 
     fn admit(&self, mut stream: TcpStream, peer: SocketAddr) {
-        let slot = match self.shared.limits.admit(peer.ip()) {
+        // Should the server fill while this session has not logged in,
+        // a newcomer may take its place: its connection is closed then.
+        let evict: Evict = match stream.try_clone() {
+            Ok(closer) => {
+                let shared = Arc::clone(&self.shared);
+                Box::new(move || {
+                    shared.log(&format!(
+                        "{peer}: closed to make room: the server is full and it had not logged in"
+                    ));
+                    let _ = closer.shutdown(Shutdown::Both);
+                })
+            }
+            Err(_) => Box::new(|| {}),
+        };
+        let slot = match self.shared.limits.admit(peer.ip(), evict) {
             Ok(slot) => slot,
             Err(refused) => {
                 self.shared
