@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rightsize_sys::probe::{ProbeError, ProbeEvent, Prober, ProberOptions};
@@ -262,30 +262,31 @@ pub fn start_prober(
     inbox: &Inbox,
 ) -> Result<Option<Prober>, ProbeError> {
     let to_tuner = inbox.clone();
-    let sink = move |event: ProbeEvent| {
-        if let Some(event) = event.tuner_event() {
-            to_tuner.event(event);
-        }
-    };
+    let sink = move |event: Event| to_tuner.event(event);
     probe(inputs, peer, inbox.opened(), Box::new(sink))
 }
 
-/// The prober `inputs` ask for, if any, handing what it reports to `sink`
+/// The prober `inputs` ask for, if any, handing each tuner input to `sink`
 /// with times since `opened`.
 fn probe(
     inputs: Inputs,
     peer: SocketAddr,
     opened: Instant,
-    sink: Box<dyn FnMut(ProbeEvent) + Send>,
+    mut sink: Box<dyn FnMut(Event) + Send>,
 ) -> Result<Option<Prober>, ProbeError> {
     if !inputs.trains && !inputs.udp_probes {
         return Ok(None);
     }
+    let to_tuner = Box::new(move |event: ProbeEvent| {
+        if let Some(event) = event.tuner_event() {
+            sink(event);
+        }
+    });
     let options = ProberOptions {
         udp_probes: inputs.udp_probes,
         ..ProberOptions::default()
     };
-    Prober::start(peer, opened, sink, options).map(Some)
+    Prober::start(peer, opened, to_tuner, options).map(Some)
 }
 
 /// Probes started before the data connection exists, for the tuner that
@@ -304,9 +305,6 @@ pub struct EarlyProbes {
     prober: Prober,
     started: Instant,
     mailbox: Arc<Mutex<Mailbox>>,
-    /// Whether the trains are over (measured, given up, or the prober
-    /// failed), and its signal.
-    over: Arc<(Mutex<bool>, Condvar)>,
 }
 
 #[derive(Debug)]
@@ -333,18 +331,9 @@ impl EarlyProbes {
     pub fn start(inputs: Inputs, peer: SocketAddr) -> Result<Option<EarlyProbes>, ProbeError> {
         let started = Instant::now();
         let mailbox = Arc::new(Mutex::new(Mailbox::Waiting(Vec::new())));
-        let over = Arc::new((Mutex::new(false), Condvar::new()));
-        let (to_mailbox, to_over) = (Arc::clone(&mailbox), Arc::clone(&over));
-        let sink = move |event: ProbeEvent| {
-            if matches!(
-                event,
-                ProbeEvent::TrainsDone { .. } | ProbeEvent::Failed { .. }
-            ) {
-                let (done, signal) = &*to_over;
-                *done.lock().unwrap_or_else(PoisonError::into_inner) = true;
-                signal.notify_all();
-            }
-            if let (Some(event), Ok(mut mailbox)) = (event.tuner_event(), to_mailbox.lock()) {
+        let to_mailbox = Arc::clone(&mailbox);
+        let sink = move |event: Event| {
+            if let Ok(mut mailbox) = to_mailbox.lock() {
                 mailbox.post(event);
             }
         };
@@ -353,17 +342,7 @@ impl EarlyProbes {
             prober,
             started,
             mailbox,
-            over,
         }))
-    }
-
-    /// Waits until the trains are over, for at most `limit`.
-    pub fn wait_for_trains(&self, limit: Duration) {
-        let (done, signal) = &*self.over;
-        let done = done.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = signal
-            .wait_timeout_while(done, limit, |done| !*done)
-            .unwrap_or_else(PoisonError::into_inner);
     }
 
     /// Hands what came so far, and all that comes later, to the monitor

@@ -77,14 +77,6 @@ pub(crate) fn get(
     Ok(report)
 }
 
-/// A download at least this long waits for the early packet trains
-/// before it starts ([`TRAINS_FIRST_WAIT`] at most): it lasts long enough
-/// for the wait not to matter (a fifth of a second at 10 Gbit/s).
-const TRAINS_FIRST_FROM_BYTES: u64 = 256 << 20;
-/// The longest wait for the trains: five trains take about 60 ms on
-/// loopback.
-const TRAINS_FIRST_WAIT: Duration = Duration::from_millis(150);
-
 /// Downloads `path` into `sink` over a session already open (logged in,
 /// binary, the extension on if wanted), and leaves the session open for
 /// the next file. `known_size` (from a listing) saves the `SIZE` round
@@ -117,15 +109,6 @@ pub(crate) fn get_file(
     }
     let remaining = expected_bytes.map(|size| size.saturating_sub(resumed));
 
-    // A long download waits (briefly) for the packet trains to cross the
-    // path before its data: on a short path the set-up's round trips are
-    // over before the trains, and trains that meet the data read it, not
-    // the path (on loopback, a capacity a tenth of the path's).
-    if remaining.is_some_and(|bytes| bytes >= TRAINS_FIRST_FROM_BYTES)
-        && let Some(early) = &session.early_probes
-    {
-        early.wait_for_trains(TRAINS_FIRST_WAIT);
-    }
     let retr = Command::Retr(arg(path, "path")?);
     let mut data = open_data(session, &retr, path, Role::Receiver, options, observer)?;
     data.stream.receive_in_place(remaining);
