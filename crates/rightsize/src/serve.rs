@@ -229,22 +229,22 @@ fn reload_on_hangup(tls: CurrentTls, cert: PathBuf, key: PathBuf) -> anyhow::Res
     Ok(())
 }
 
-/// Says on stderr (even with `-q`) when other users of the host can read
-/// the password file: its PBKDF2 hashes can then be attacked offline.
-fn warn_if_readable_by_others(path: &std::path::Path) {
+/// Refuses a password file that other users of the host may read or
+/// write (as ssh refuses such a private key): its PBKDF2 hashes could be
+/// attacked offline, or users added.
+fn refuse_if_open_to_others(path: &std::path::Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("cannot read the password file {}", path.display()))?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "rightsize serve: warning: the password file {} has mode {mode:04o}: others on this host can read its hashes and try passwords offline; chmod 600 {}",
+        anyhow::bail!(
+            "the password file {} has mode {mode:04o}: others on this host could read its hashes and try passwords offline; chmod 600 {} (as rightsize passwd writes it)",
             path.display(),
             path.display()
         );
     }
+    Ok(())
 }
 
 /// `--buffer-budget`: a size that holds at least one data connection.
@@ -280,9 +280,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let users = match &args.users {
         None => None,
         Some(path) => {
+            refuse_if_open_to_others(path)?;
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the password file {}", path.display()))?;
-            warn_if_readable_by_others(path);
             Some(UserDb::parse(&text).with_context(|| format!("in {}", path.display()))?)
         }
     };

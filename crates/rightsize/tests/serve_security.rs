@@ -362,34 +362,33 @@ fn commands_out_of_order_and_garbage_get_their_codes_one_reply_per_line() {
 }
 
 #[test]
-fn a_password_file_others_can_read_is_warned_about_at_start() {
+fn a_password_file_others_can_read_is_refused_at_start() {
     use std::os::unix::fs::PermissionsExt as _;
     let root = root_with_files();
     let users = root.path().join("users");
     add_user(&users, "alice", "pw-for-alice", false);
-    std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let log = root.path().join("serve.log");
-    let serve = Serve::start_logged(root.path(), &["--users", users.to_str().unwrap()], &log);
-    let _ = Control::connect(serve.addr);
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        text.contains("has mode 0644") && text.contains("chmod 600"),
-        "{text}"
-    );
-    // Written by `rightsize passwd` (0600): no warning.
+    for mode in [0o644, 0o640, 0o604, 0o660] {
+        std::fs::set_permissions(&users, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(root.path())
+            .arg("--users")
+            .arg(&users)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "mode {mode:o} accepted");
+        assert!(
+            stderr.contains(&format!("has mode {mode:04o}")) && stderr.contains("chmod 600"),
+            "{stderr}"
+        );
+    }
+    // Written by `rightsize passwd` (0600): taken, and alice logs in.
     std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let quiet_log = root.path().join("serve2.log");
-    let serve = Serve::start_logged(
-        root.path(),
-        &["--users", users.to_str().unwrap()],
-        &quiet_log,
-    );
-    let _ = Control::connect(serve.addr);
-    assert!(
-        !std::fs::read_to_string(&quiet_log)
-            .unwrap()
-            .contains("warning")
-    );
+    let serve = Serve::start(root.path(), &["--users", users.to_str().unwrap()]);
+    let mut c = Control::connect(serve.addr);
+    assert_eq!(c.cmd("USER alice").code(), 331);
+    assert_eq!(c.cmd("PASS pw-for-alice").code(), 230);
 }
 
 #[test]
