@@ -540,3 +540,28 @@ fn strangers_that_connect_first_do_not_keep_the_client_out() {
     );
     drop(strangers);
 }
+
+#[test]
+fn the_data_idle_timeout_holds_for_a_download_the_client_never_reads() {
+    let root = root_with_files();
+    let serve = Serve::start(root.path(), &["--data-idle-timeout", "2s"]);
+    let mut c = Control::anonymous(serve.addr);
+    let data_addr = c.epsv();
+    // Connected, and never read: the kernel's buffers fill, then nothing
+    // moves.
+    let data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("RETR /.rightsize/zero/1G").code(), 150);
+    let started = Instant::now();
+    let end = c.reply();
+    let waited = started.elapsed();
+    assert_eq!(end.code(), 426, "{end:?}");
+    assert!(end.text().contains("idle timeout"), "{end:?}");
+    // Filling the buffers takes a moment; then 2 s (a send timeout alone
+    // ended it after three of them).
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_millis(4500),
+        "the 2 s data idle timeout ended the transfer after {waited:?}"
+    );
+    assert_eq!(c.cmd("NOOP").code(), 200);
+    drop(data);
+}

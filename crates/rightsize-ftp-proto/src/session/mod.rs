@@ -320,9 +320,13 @@ impl Session {
                     why.replace(['\r', '\n'], " ")
                 ),
             ),
-            TransferOutcome::NetworkError(_) => {
-                Reply::trusted(426, "Connection closed; transfer aborted.".into())
-            }
+            TransferOutcome::NetworkError(why) => Reply::trusted(
+                426,
+                format!(
+                    "Connection closed; transfer aborted: {}.",
+                    why.replace(['\r', '\n'], " ").trim_end_matches('.')
+                ),
+            ),
             TransferOutcome::LocalError(_) => {
                 Reply::trusted(451, "Local error in processing; transfer aborted.".into())
             }
