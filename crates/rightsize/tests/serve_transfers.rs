@@ -657,3 +657,68 @@ fn rightsize_get_c_p_4_fetches_only_the_ranges_a_part_lacks() {
     names.sort();
     assert_eq!(names, ["r.bin"], "the part and its ranges are gone");
 }
+
+#[test]
+fn interval_lines_go_on_while_the_data_stalls() {
+    let root = tempfile::tempdir().unwrap();
+    let serve = Serve::start(root.path(), &[]);
+    // The server stops for 2 s a second into the download.
+    let pid = serve.pid().to_string();
+    let stopper = std::thread::spawn(move || {
+        let signal = |which: &str| {
+            let done = std::process::Command::new("kill")
+                .args([which, &pid])
+                .status()
+                .unwrap();
+            assert!(done.success(), "kill {which} {pid}");
+        };
+        std::thread::sleep(Duration::from_secs(1));
+        signal("-STOP");
+        std::thread::sleep(Duration::from_secs(2));
+        signal("-CONT");
+    });
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["get", &serve.url("/.rightsize/zero/16G"), "-o", "/dev/null"])
+        .args(["-i", "0.5", "--tune", "kernel"])
+        .output()
+        .unwrap();
+    stopper.join().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "[  1.61-2.02   s]       0 Bytes ...": one line about every half
+    // second, back to back, the stall's with nothing.
+    let spans: Vec<(f64, f64, bool)> = text
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("bits/sec"))
+        .map(|l| {
+            let inside = &l[1..l.find(']').unwrap()];
+            let (from, to) = inside
+                .trim()
+                .trim_end_matches('s')
+                .trim()
+                .split_once('-')
+                .unwrap();
+            (
+                from.trim().parse().unwrap(),
+                to.trim().parse().unwrap(),
+                l.contains(" 0 Bytes "),
+            )
+        })
+        .collect();
+    assert!(spans.len() >= 6, "{text}");
+    for pair in spans.windows(2) {
+        assert!(
+            (pair[1].0 - pair[0].1).abs() < 1e-9,
+            "a gap between lines:\n{text}"
+        );
+    }
+    for &(from, to, _) in &spans[..spans.len() - 1] {
+        assert!(to - from < 0.9, "a line of {from}-{to} s:\n{text}");
+    }
+    let stalled = spans.iter().filter(|s| s.2).count();
+    assert!(stalled >= 2, "no line for the stall:\n{text}");
+}

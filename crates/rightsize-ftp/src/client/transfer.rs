@@ -47,6 +47,9 @@ use rightsize_ftp_proto::session::report::DataSocketBuffers;
 /// Bytes moved per read or write on the data connection, unless
 /// [`Options::write_size`] says otherwise for writes.
 pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
+/// The longest a download's read waits before progress is reported
+/// again (with nothing new while the data stalls).
+const STALL_TICK: Duration = Duration::from_millis(200);
 /// What `--verify` says when the server has no checksum.
 pub const NO_SERVER_CHECKSUM: &str = "not verified: the server offers no checksum";
 
@@ -112,6 +115,14 @@ pub(crate) fn get_file(
     let retr = Command::Retr(arg(path, "path")?);
     let mut data = open_data(session, &retr, path, Role::Receiver, options, observer)?;
     data.stream.receive_in_place(remaining);
+    // Reads wait a tick at most, so that progress (and `-i`'s interval
+    // lines, 0 bytes included) goes on while the data stalls; the idle
+    // timeout counts from the last byte.
+    let _ = data
+        .stream
+        .socket()
+        .set_read_timeout(Some(STALL_TICK.min(options.idle_timeout)));
+    let mut last_byte = Instant::now();
     let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
         if let Some(signal) = signals::caught() {
@@ -121,8 +132,13 @@ pub(crate) fn get_file(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_timeout(&e) && last_byte.elapsed() < options.idle_timeout => {
+                data.passed(&[], &mut checksum, remaining, observer);
+                continue;
+            }
             Err(e) => return Err(data.io_error("read", e, options)),
         };
+        last_byte = Instant::now();
         let piece = &chunk[..n];
         sink.write_all(piece)?;
         data.passed(piece, &mut checksum, remaining, observer);
