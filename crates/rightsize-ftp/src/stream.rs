@@ -35,10 +35,29 @@ impl DataStream {
     }
 
     /// Ends what this end sends: `close_notify` (TLS), then the FIN.
+    /// Under TLS, what the peer sent and this end never read (the
+    /// server's session tickets, on a stream this end only wrote) is
+    /// read and dropped: a socket closed with unread bytes sends a reset
+    /// instead of its FIN, and the reset could reach the peer before it
+    /// read the last blocks (seen as `Connection reset by peer` at the
+    /// server, now and then, after a parallel upload).
     pub(crate) fn end(&mut self) -> io::Result<()> {
         match self {
             DataStream::Plain(s) => s.shutdown(Shutdown::Write),
-            DataStream::Tls(t) => t.finish(),
+            DataStream::Tls(t) => {
+                t.finish()?;
+                let mut sock = t.socket();
+                let mut scratch = [0u8; 16 * 1024];
+                while rightsize_sys::poll::readable(sock, std::time::Duration::ZERO)
+                    .unwrap_or(false)
+                {
+                    match sock.read(&mut scratch) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
