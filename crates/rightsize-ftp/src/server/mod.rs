@@ -46,10 +46,11 @@ pub use limits::{Evict, Limits, Refused};
 
 /// The port `rightsize serve` listens on by default.
 pub const DEFAULT_PORT: u16 = 2121;
-/// Sessions at once, in total (vsftpd's `max_clients` is 2000).
+/// Sessions at once, in total (vsftpd's `max_clients` has no limit by
+/// default).
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
-/// Sessions at once from one address (vsftpd's `max_per_ip` is 50; a
-/// benchmark host opens many).
+/// Sessions at once from one address (vsftpd's `max_per_ip` has no limit
+/// by default; a benchmark host opens many).
 pub const DEFAULT_MAX_PER_ADDRESS: usize = 250;
 /// Sessions at once from one address that have not logged in (a client
 /// logs in within a few round trips; more than this from one address is
