@@ -19,6 +19,7 @@ pub mod emu;
 pub mod limits;
 pub mod netns;
 pub mod poll;
+pub mod privileges;
 pub mod probe;
 pub mod process;
 pub mod random;

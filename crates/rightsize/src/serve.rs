@@ -56,6 +56,13 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_anonymous: bool,
 
+    /// Once listening (and the password file and certificate read), go on
+    /// as this user: its uid, its group, no other groups; uploads then
+    /// belong to it, and the served root must be open to it (as must the
+    /// certificate and key, read again on SIGHUP). Needs root
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+
     /// Most sessions at once.
     #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
@@ -277,6 +284,10 @@ fn parse_port_range(input: &str) -> Result<(u16, u16), String> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let run_as = match &args.user {
+        Some(name) => Some(rightsize_sys::privileges::lookup(name).context("--user")?),
+        None => None,
+    };
     let users = match &args.users {
         None => None,
         Some(path) => {
@@ -357,6 +368,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(line) = tls_line {
         banner.push_str(&line);
         banner.push('\n');
+    }
+    if let Some(user) = &run_as {
+        rightsize_sys::privileges::become_user(user).with_context(|| {
+            format!(
+                "--user {}: becoming that user (start serve as root)",
+                user.name
+            )
+        })?;
+        banner.push_str(&format!(
+            "rightsize serve: running as user {} (uid {}, gid {})\n",
+            user.name, user.uid, user.gid
+        ));
     }
     // One write: a reader that takes the first line and goes away (a
     // script waiting for the address) does not stop the server, whose

@@ -565,3 +565,60 @@ fn the_data_idle_timeout_holds_for_a_download_the_client_never_reads() {
     assert_eq!(c.cmd("NOOP").code(), 200);
     drop(data);
 }
+
+#[test]
+fn serve_user_goes_on_as_that_user_and_uploads_belong_to_it() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let nobody = rightsize_sys::privileges::lookup("nobody").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("up")).unwrap();
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (&root, 0o755),
+        (&root.join("up"), 0o777),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw-for-alice", false);
+    let extra = ["--users", users.to_str().unwrap(), "--user", "nobody"];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Only root may become another user: refused, saying so.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(&root)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("setgroups"),
+            "{stderr}"
+        );
+        return;
+    }
+    let serve = Serve::start(&root, &extra);
+    // Every id of the process is nobody's, and it has no other group.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(field("Uid:"), vec![nobody.uid.to_string(); 4], "{status}");
+    assert_eq!(field("Gid:"), vec![nobody.gid.to_string(); 4], "{status}");
+    assert_eq!(field("Groups:"), vec![nobody.gid.to_string()], "{status}");
+    // An upload belongs to nobody, not to root.
+    let mut c = Control::login(serve.addr, "alice", "pw-for-alice");
+    assert_eq!(c.store("STOR up/mine.txt", b"mine\n").code(), 226);
+    let meta = std::fs::metadata(root.join("up/mine.txt")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (nobody.uid, nobody.gid));
+    // Where nobody may not write, neither may the server.
+    assert_eq!(c.store("STOR mine.txt", b"mine\n").code(), 550);
+}
