@@ -117,7 +117,7 @@ mod tests {
     fn root_is_found_and_a_name_nobody_has_is_not() {
         let root = lookup("root").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((root.uid, root.gid), (0, 0));
-        let missing = lookup("no-such-user-here").unwrap_err();
+        let missing = lookup("no-such-user-here").expect_err("a user nobody has");
         assert!(
             missing
                 .to_string()
