@@ -622,3 +622,68 @@ fn serve_user_goes_on_as_that_user_and_uploads_belong_to_it() {
     // Where nobody may not write, neither may the server.
     assert_eq!(c.store("STOR mine.txt", b"mine\n").code(), 550);
 }
+
+/// A tmpfs of `size` mounted on `dir`, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, size: &str) -> Tmpfs {
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "mounting a tmpfs needs root, as the suite runs"
+        );
+        let done = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0777"),
+                "rightsize-test",
+            ])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(done.success(), "mount -t tmpfs on {}", dir.display());
+        Tmpfs(dir.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_during_an_upload_is_a_452_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("up")).unwrap();
+    let _disk = Tmpfs::mount(&root.join("up"), "1m");
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw-for-alice", false);
+    let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+    let mut c = Control::login(serve.addr, "alice", "pw-for-alice");
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR up/big.bin").code(), 150);
+    // 4 MiB into 1 MiB: the server stops reading when the disk is full.
+    let _ = data.write_all(&vec![7u8; 4 << 20]);
+    drop(data);
+    let reply = c.reply();
+    assert_eq!(reply.code(), 452, "{reply:?}");
+    assert!(
+        reply.text().contains("Insufficient storage space"),
+        "{reply:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(root.join("up")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The space is free again: a small upload goes through.
+    assert_eq!(c.store("STOR up/small.bin", &[1u8; 10_000]).code(), 226);
+    assert_eq!(
+        std::fs::read(root.join("up/small.bin")).unwrap(),
+        vec![1u8; 10_000]
+    );
+}

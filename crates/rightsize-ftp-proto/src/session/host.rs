@@ -192,8 +192,11 @@ pub enum TransferOutcome {
     NoBuffers(String),
     /// The data connection broke mid-transfer.
     NetworkError(String),
-    /// Reading or writing the local file failed (disk full, I/O error).
+    /// Reading or writing the local file failed (an I/O error).
     LocalError(String),
+    /// The disk (or the user's quota) is full: an upload could not be
+    /// kept (RFC 959's 452).
+    StorageFull(String),
     /// The client's data broke the protocol (a MODE E block out of place):
     /// the reply says what was wrong.
     BadData(String),
@@ -211,6 +214,7 @@ impl std::fmt::Display for TransferOutcome {
             TransferOutcome::NoBuffers(why) => write!(f, "no buffers: {why}"),
             TransferOutcome::NetworkError(why) => write!(f, "network error: {why}"),
             TransferOutcome::LocalError(why) => write!(f, "local error: {why}"),
+            TransferOutcome::StorageFull(why) => write!(f, "storage full: {why}"),
             TransferOutcome::BadData(why) => write!(f, "bad data: {why}"),
             TransferOutcome::Aborted => write!(f, "aborted by the client"),
         }

@@ -330,6 +330,13 @@ impl Session {
             TransferOutcome::LocalError(_) => {
                 Reply::trusted(451, "Local error in processing; transfer aborted.".into())
             }
+            TransferOutcome::StorageFull(why) => Reply::trusted(
+                452,
+                format!(
+                    "Insufficient storage space; nothing was kept: {}.",
+                    why.replace(['\r', '\n'], " ").trim_end_matches('.')
+                ),
+            ),
             TransferOutcome::BadData(why) => Reply::trusted(
                 451,
                 format!("Transfer aborted: {}.", why.replace(['\r', '\n'], " ")),

@@ -468,7 +468,8 @@ fn transfer_failures_map_to_their_codes() {
         (TransferOutcome::DataConnectFailed("timeout".into()), 425),
         (TransferOutcome::NoBuffers("budget spent".into()), 425),
         (TransferOutcome::NetworkError("reset".into()), 426),
-        (TransferOutcome::LocalError("disk full".into()), 451),
+        (TransferOutcome::LocalError("I/O error".into()), 451),
+        (TransferOutcome::StorageFull("no space left".into()), 452),
     ];
     for (outcome, code) in cases {
         let mut c = Client::logged_in("anonymous", "");

@@ -706,6 +706,17 @@ fn send_file(stream: &TcpStream, file: &File, progress: &Progress) -> Result<(),
 /// client that dies closes it just like one that finished; so the file is
 /// committed only if `may_commit` still holds after the last byte (no ABOR,
 /// and the control connection still open).
+/// A store's write or commit that failed: a full disk or quota is said
+/// so (452), anything else is a local error (451).
+pub(super) fn store_error(e: &io::Error) -> TransferOutcome {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge => {
+            TransferOutcome::StorageFull(e.to_string())
+        }
+        _ => TransferOutcome::LocalError(e.to_string()),
+    }
+}
+
 fn receive(
     mut stream: impl Read,
     sink: Sink,
@@ -733,7 +744,7 @@ fn receive(
         if let Some(target) = target.as_mut()
             && let Err(e) = target.write_all(&buf[..n])
         {
-            return TransferOutcome::LocalError(e.to_string());
+            return store_error(&e);
         }
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
@@ -745,7 +756,7 @@ fn receive(
     if let Some(target) = target
         && let Err(e) = target.commit()
     {
-        return TransferOutcome::LocalError(e.to_string());
+        return store_error(&e);
     }
     TransferOutcome::Complete {
         bytes: progress.bytes.load(Ordering::Relaxed),

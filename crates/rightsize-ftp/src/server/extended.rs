@@ -259,7 +259,7 @@ pub fn receive(
     report.streams = tuners.finish();
     report.outcome = match result {
         Ok(assembly) => match target.map(StoreTarget::commit) {
-            Some(Err(e)) => TransferOutcome::LocalError(e.to_string()),
+            Some(Err(e)) => super::data::store_error(&e),
             _ => TransferOutcome::Complete {
                 bytes: assembly.received().total(),
             },
