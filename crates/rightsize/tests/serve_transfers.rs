@@ -722,3 +722,83 @@ fn interval_lines_go_on_while_the_data_stalls() {
     let stalled = spans.iter().filter(|s| s.2).count();
     assert!(stalled >= 2, "no line for the stall:\n{text}");
 }
+
+#[test]
+fn a_download_cut_by_a_server_killed_midway_resumes_from_the_restarted_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let content = random_bytes(128 << 20, 21);
+    std::fs::write(root.join("big.bin"), &content).unwrap();
+    // Writes of 1 KiB (no sendfile): slow enough to be caught midway.
+    let first = Serve::start(&root, &["--write-size", "1024"]);
+    let target = out.join("big.bin");
+    let client = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args([
+            "get",
+            &first.url("/big.bin"),
+            "-o",
+            target.to_str().unwrap(),
+        ])
+        .args(["--timeout", "2s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a part of the file is in, the server stops, then dies.
+    let part = out.join(".big.bin.rightsize-part");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&part).map_or(true, |m| m.len() < 1 << 20) {
+        assert!(Instant::now() < deadline, "no part file grew");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let kill = |signal: &str| {
+        let pid = first.pid().to_string();
+        assert!(
+            std::process::Command::new("kill")
+                .args([signal, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    kill("-STOP");
+    std::thread::sleep(Duration::from_millis(200));
+    kill("-KILL");
+    let cut = client.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&cut.stderr);
+    assert!(!cut.status.success(), "{stderr}");
+    assert!(stderr.contains("resume with: rightsize get -C"), "{stderr}");
+    let kept = std::fs::metadata(&part).unwrap().len();
+    assert!(kept > 0 && kept < content.len() as u64, "{kept}");
+    assert!(!target.exists(), "a cut download is under its name");
+    drop(first);
+    // A new server (another port) over the same files: -C goes on from
+    // the part kept.
+    let second = Serve::start(&root, &[]);
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args([
+            "get",
+            "-C",
+            &second.url("/big.bin"),
+            "-o",
+            target.to_str().unwrap(),
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(report["resumed_bytes"].as_u64(), Some(kept), "{report}");
+    assert!(
+        std::fs::read(&target).unwrap() == content,
+        "the resumed file differs"
+    );
+    assert!(!part.exists(), "the part file is left");
+}
