@@ -802,3 +802,56 @@ fn a_download_cut_by_a_server_killed_midway_resumes_from_the_restarted_server() 
     );
     assert!(!part.exists(), "the part file is left");
 }
+
+#[test]
+fn passive_ports_and_buffers_set_by_hand_are_what_a_curl_download_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = dir.path().join("telemetry");
+    std::fs::create_dir_all(&telemetry).unwrap();
+    let serve = Serve::start(
+        dir.path(),
+        &[
+            "--passive-ports",
+            "50100-50103",
+            "--sndbuf",
+            "1MiB",
+            "--congestion",
+            "reno",
+            "--telemetry-dir",
+            telemetry.to_str().unwrap(),
+        ],
+    );
+    for _ in 0..3 {
+        run(
+            "curl download",
+            std::process::Command::new("curl")
+                .args(["-sS", "-o", "/dev/null"])
+                .arg(serve.url("/.rightsize/zero/20M")),
+        );
+    }
+    let files: Vec<_> = std::fs::read_dir(&telemetry)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(files.len(), 3, "one telemetry file per data connection");
+    for text in files {
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let header = &lines[0];
+        // The data connection came to a port of the range.
+        let port: u16 = header["local_addr"]
+            .as_str()
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no local port in {header}"));
+        assert!((50100..=50103).contains(&port), "{header}");
+        assert_eq!(header["settings"]["congestion"], "reno", "{header}");
+        assert_eq!(header["settings"]["sndbuf_bytes"], "1048576", "{header}");
+        // The kernel holds twice the request, and autotuning left it.
+        let last = lines.last().unwrap();
+        assert_eq!(last["kind"], "final", "{text}");
+        assert_eq!(last["sndbuf_bytes"], 2 * 1_048_576, "{last}");
+    }
+}
