@@ -77,11 +77,15 @@ fn prints_only(command: &cli::Command) -> bool {
 /// accepted forms); other usage errors keep clap's usage hint. Exit code 2.
 fn usage_error(err: clap::Error) -> ExitCode {
     match err.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
             ExitCode::SUCCESS
+        }
+        // `rightsize` or `rightsize lab` alone: the help, on stderr, and
+        // the usage error's status, as git and curl do.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprint!("{}", err.render());
+            crate::exit::usage()
         }
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
             // A URL error already quotes the input, with its password hidden;

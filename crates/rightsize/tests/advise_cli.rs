@@ -218,3 +218,18 @@ fn nothing_to_advise_on_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--bandwidth"));
 }
+
+#[test]
+fn without_a_command_the_help_goes_to_stderr_and_the_status_is_2() {
+    for args in [&[][..], &["lab"][..], &["path"][..]] {
+        let out = rightsize(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains("Usage: rightsize"), "{args:?}: {stderr}");
+    }
+    // Asked for, the help is on stdout with status 0.
+    let out = rightsize(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: rightsize"));
+}
