@@ -149,6 +149,12 @@ pub struct TransferArgs {
     #[arg(short, long)]
     pub verbose: bool,
 
+    /// Print nothing but warnings and errors: no progress bar, no summary
+    /// (curl's -s). The exit status says how it went; --json still prints
+    /// its summary
+    #[arg(short, long, short_alias = 's', alias = "silent", conflicts_with_all = ["interval", "verbose"])]
+    pub quiet: bool,
+
     /// SO_RCVBUF of the data socket, set before its handshake (the kernel doubles it and caps it
     /// at net.core.rmem_max; it turns receive autotuning off). 64K, 16MiB, 65536. Default: the
     /// kernel's autotuning. For a download, at least the path's BDP (rightsize advise).
@@ -465,7 +471,8 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
         args.common.json,
         Direction::Get,
         data_on_stdout,
-    );
+    )
+    .quiet(args.common.quiet);
     let options = args.common.options(&args.url);
     args.common.tls.warn();
     // Caught, so that a download that is stopped keeps its part file.
@@ -542,7 +549,8 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         args.common.json,
         Direction::Put,
         false,
-    );
+    )
+    .quiet(args.common.quiet);
     let options = Options {
         write_size: args.write_size,
         ..args.common.options(&args.url)
@@ -573,7 +581,7 @@ fn finish(
         let json = serde_json::to_string_pretty(&summary_json(&report))?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{json}").context("write the JSON summary to standard output")?;
-    } else {
+    } else if !args.quiet {
         console.say(&summary_text(&report));
     }
     // The transfer itself completed and its file is in place.

@@ -59,6 +59,14 @@ impl Console {
         }
     }
 
+    /// With `quiet`, no progress bar (warnings still print).
+    pub fn quiet(mut self, quiet: bool) -> Console {
+        if quiet {
+            self.bar = false;
+        }
+        self
+    }
+
     /// Prints a line for people where [`Console`] says they go.
     pub fn say(&mut self, text: &str) {
         self.clear_bar();

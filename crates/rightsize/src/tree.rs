@@ -75,7 +75,7 @@ fn finish(
 ) -> anyhow::Result<ExitCode> {
     let mut console = TreeConsole {
         verbose: common.verbose,
-        bar: std::io::stderr().is_terminal() && !common.json,
+        bar: std::io::stderr().is_terminal() && !common.json && !common.quiet,
         bar_drawn: false,
     };
     let signals = StopSignals::install()?;
@@ -90,7 +90,7 @@ fn finish(
         let json = serde_json::to_string_pretty(&summary_json(&report, direction))?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{json}").context("write the JSON summary to standard output")?;
-    } else {
+    } else if !common.quiet {
         print!("{}", summary_text(&report, direction));
     }
     if let Some(signal) = signals::caught() {

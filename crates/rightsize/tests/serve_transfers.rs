@@ -855,3 +855,62 @@ fn passive_ports_and_buffers_set_by_hand_are_what_a_curl_download_gets() {
         assert_eq!(last["sndbuf_bytes"], 2 * 1_048_576, "{last}");
     }
 }
+
+#[test]
+fn quiet_transfers_print_nothing_but_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.bin"), random_bytes(100_000, 3)).unwrap();
+    let serve = Serve::start(&root, &[]);
+    let rightsize = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("a.bin");
+    for flag in ["-q", "-s", "--quiet", "--silent"] {
+        let done = rightsize(&[
+            "get",
+            &serve.url("/a.bin"),
+            "-o",
+            out.to_str().unwrap(),
+            flag,
+        ]);
+        assert!(done.status.success(), "{flag}");
+        assert!(
+            done.stdout.is_empty() && done.stderr.is_empty(),
+            "{flag}: {done:?}"
+        );
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), random_bytes(100_000, 3));
+    let up = rightsize(&[
+        "put",
+        out.to_str().unwrap(),
+        &serve.url("/.rightsize/null/a"),
+        "-q",
+    ]);
+    assert!(
+        up.status.success() && up.stdout.is_empty() && up.stderr.is_empty(),
+        "{up:?}"
+    );
+    // An error still says what went wrong.
+    let missing = rightsize(&["get", &serve.url("/none.bin"), "-o", "/dev/null", "-q"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("550"),
+        "{missing:?}"
+    );
+    // With --json the summary is still printed: that is what was asked.
+    let json = rightsize(&[
+        "get",
+        &serve.url("/a.bin"),
+        "-o",
+        "/dev/null",
+        "-q",
+        "--json",
+    ]);
+    assert!(json.status.success());
+    assert!(String::from_utf8_lossy(&json.stdout).contains("\"bytes\""));
+}
