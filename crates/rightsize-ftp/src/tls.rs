@@ -534,6 +534,15 @@ impl TlsStream {
         }
     }
 
+    /// Whether the keys may be taken from rustls for a transfer of
+    /// `length` bytes (as far as is known): TLS 1.3, and a length that
+    /// fits one key ([`record::fits_one_key`]; no key update is needed).
+    fn keys_may_be_taken(&self, length: Option<u64>) -> bool {
+        matches!(&self.link, Link::Rustls(conn)
+                if conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3))
+            && record::fits_one_key(length)
+    }
+
     /// Reads the socket into `raw` after what it holds (blocking within
     /// its timeout); returns the bytes read, 0 at its end.
     fn read_socket(&mut self) -> io::Result<usize> {

@@ -25,7 +25,7 @@ use rightsize_tune::PeerInfo;
 use rightsize_tune::units::Bytes;
 
 use super::control::{Incoming, Input};
-use super::secure::ControlChannel;
+use super::secure::ClientStream;
 
 /// How often the reader looks at its stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -114,7 +114,7 @@ impl Exchange {
 /// clone of the control connection, until the server refuses one or a
 /// write fails.
 pub(crate) fn sender(
-    mut control: ControlChannel,
+    mut control: ClientStream,
     exchange: Arc<Exchange>,
 ) -> Box<dyn FnMut(ToPeer) + Send> {
     Box::new(move |message| {
@@ -152,7 +152,7 @@ impl Pump {
     /// replies to in-transfer commands are counted in `exchange`, other
     /// replies queue in the input's `pending`.
     pub(crate) fn start(
-        control: ControlChannel,
+        control: ClientStream,
         input: Input,
         inbox: Inbox,
         exchange: Arc<Exchange>,
@@ -182,7 +182,7 @@ impl Pump {
 }
 
 fn pump(
-    mut control: ControlChannel,
+    mut control: ClientStream,
     woken: &UnixStream,
     mut input: Input,
     inbox: &Inbox,

@@ -89,65 +89,6 @@ pub(crate) enum ClientStream {
     Tls(SharedTls),
 }
 
-/// The control connection as a thread that is not the session's uses it
-/// during a transfer: clear (a clone of the socket), or the shared TLS.
-#[derive(Debug)]
-pub(crate) enum ControlChannel {
-    /// No TLS: a clone of the socket.
-    Plain(TcpStream),
-    /// The session's TLS.
-    Tls(SharedTls),
-}
-
-impl ControlChannel {
-    /// The TCP socket (to poll).
-    pub(crate) fn socket(&self) -> &TcpStream {
-        match self {
-            ControlChannel::Plain(s) => s,
-            ControlChannel::Tls(t) => t.socket(),
-        }
-    }
-
-    /// What can be read now without waiting (`None`: nothing yet), for a
-    /// reader that polls [`ControlChannel::socket`] first. `Some(0)` at
-    /// the end.
-    pub(crate) fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        match self {
-            ControlChannel::Plain(s) => s.read(buf).map(Some),
-            ControlChannel::Tls(t) => t.read_ready(buf),
-        }
-    }
-
-    /// Whether bytes may already be waiting past the socket (decrypted,
-    /// or read and not yet decrypted): then read before polling.
-    pub(crate) fn may_hold_bytes(&self) -> bool {
-        matches!(self, ControlChannel::Tls(_))
-    }
-}
-
-impl Write for ControlChannel {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            ControlChannel::Plain(s) => s.write(buf),
-            ControlChannel::Tls(t) => t.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            ControlChannel::Plain(s) => s.write_all(buf),
-            ControlChannel::Tls(t) => t.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            ControlChannel::Plain(s) => s.flush(),
-            ControlChannel::Tls(t) => t.flush(),
-        }
-    }
-}
-
 impl ClientStream {
     /// The TCP socket (for `TCP_INFO`, buffers, addresses).
     pub(crate) fn socket(&self) -> &TcpStream {
@@ -168,12 +109,30 @@ impl ClientStream {
             })
     }
 
-    /// The same connection for another thread.
-    pub(crate) fn channel(&self) -> io::Result<ControlChannel> {
+    /// The same connection for another thread (the control connection
+    /// during a transfer): clear, a clone of the socket; TLS, the shared
+    /// stream.
+    pub(crate) fn channel(&self) -> io::Result<ClientStream> {
         Ok(match self {
-            ClientStream::Plain(s) => ControlChannel::Plain(s.try_clone()?),
-            ClientStream::Tls(t) => ControlChannel::Tls(t.clone()),
+            ClientStream::Plain(s) => ClientStream::Plain(s.try_clone()?),
+            ClientStream::Tls(t) => ClientStream::Tls(t.clone()),
         })
+    }
+
+    /// What can be read now without waiting (`None`: nothing yet), for a
+    /// reader that polls [`ClientStream::socket`] first. `Some(0)` at
+    /// the end.
+    pub(crate) fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match self {
+            ClientStream::Plain(s) => s.read(buf).map(Some),
+            ClientStream::Tls(t) => t.read_ready(buf),
+        }
+    }
+
+    /// Whether bytes may already be waiting past the socket (decrypted,
+    /// or read and not yet decrypted): then read before polling.
+    pub(crate) fn may_hold_bytes(&self) -> bool {
+        self.is_tls()
     }
 
     /// Whether the bytes go through TLS.
@@ -221,6 +180,15 @@ impl Write for ClientStream {
         match self {
             ClientStream::Plain(s) => s.write(buf),
             ClientStream::Tls(t) => t.write(buf),
+        }
+    }
+
+    /// Under TLS, one lock for the whole buffer: a command line another
+    /// thread writes is never cut by this one's.
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            ClientStream::Plain(s) => s.write_all(buf),
+            ClientStream::Tls(t) => t.write_all(buf),
         }
     }
 

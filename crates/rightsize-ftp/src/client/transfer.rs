@@ -33,7 +33,7 @@ use super::data::{self, DataMode};
 use super::error::ClientError;
 use super::local::{Sink, read_into};
 use super::pump::{self, Exchange, Pump};
-use super::secure::{ClientStream, ControlChannel, TlsReport};
+use super::secure::{ClientStream, TlsReport};
 use super::session::Session;
 use super::{
     ChecksumReport, Direction, Observer, Options, Output, Progress, Report, TelemetryFile,
@@ -678,7 +678,7 @@ pub(crate) fn open_data(
 fn control_channel(
     session: &Session<ClientStream>,
     server: SocketAddr,
-) -> Result<ControlChannel, ClientError> {
+) -> Result<ClientStream, ClientError> {
     session
         .control
         .stream()

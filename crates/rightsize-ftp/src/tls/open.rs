@@ -15,11 +15,9 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 
-use rustls::ProtocolVersion;
-
 use super::record::{
-    ALERT, APPLICATION_DATA, CLOSE_NOTIFY, HANDSHAKE, HEADER_BYTES, NEW_SESSION_TICKET,
-    PLAIN_BYTES, RECORD_LIMIT, RecordKey, TAG_BYTES,
+    ALERT, APPLICATION_DATA, CLOSE_NOTIFY, HANDSHAKE, HEADER_BYTES, NEW_SESSION_TICKET, RecordKey,
+    TAG_BYTES,
 };
 use super::{Link, TlsStream, handed_over};
 
@@ -59,10 +57,7 @@ impl TlsStream {
     /// far as is known): with TLS 1.3 and a length within one key's
     /// limit, its records are opened here once its first data arrives.
     pub(crate) fn receive_in_place(&mut self, length: Option<u64>) {
-        let records = length.map(|bytes| bytes.div_ceil(PLAIN_BYTES as u64) + 1);
-        self.hand_over = matches!(&self.link, Link::Rustls(conn)
-                if conn.protocol_version() == Some(ProtocolVersion::TLSv1_3))
-            && records.is_some_and(|n| n < RECORD_LIMIT / 2);
+        self.hand_over = self.keys_may_be_taken(length);
     }
 
     /// Whether this stream opens its records itself now.

@@ -33,6 +33,13 @@ pub(super) const CLOSE_NOTIFY: [u8; 2] = [1, 0];
 /// The handshake message a server may still send: a session ticket.
 pub(super) const NEW_SESSION_TICKET: u8 = 4;
 
+/// Whether a transfer of `length` bytes (as far as is known) stays well
+/// within one key's record limit: rustls's handshake records took a few,
+/// and a `close_notify` follows.
+pub(super) fn fits_one_key(length: Option<u64>) -> bool {
+    length.is_some_and(|bytes| bytes.div_ceil(PLAIN_BYTES as u64) + 1 < RECORD_LIMIT / 2)
+}
+
 /// One direction's key after the handover.
 pub(super) struct RecordKey {
     key: LessSafeKey,

@@ -16,12 +16,9 @@
 use std::io::{self, IoSliceMut, Read};
 use std::net::{Shutdown, TcpStream};
 
-use rustls::ProtocolVersion;
-
 use super::pipeline::with_socket_writer;
 use super::record::{
-    ALERT, APPLICATION_DATA, CLOSE_NOTIFY, HEADER_BYTES, PLAIN_BYTES, RECORD_LIMIT, RecordKey,
-    TAG_BYTES,
+    ALERT, APPLICATION_DATA, CLOSE_NOTIFY, HEADER_BYTES, PLAIN_BYTES, RecordKey, TAG_BYTES,
 };
 use super::{Link, TlsStream, handed_over};
 use crate::writes::{self, CopyError};
@@ -73,15 +70,11 @@ fn seal_batch(sealer: &mut RecordKey, batch: &mut [u8], filled: usize) -> io::Re
 }
 
 impl TlsStream {
-    /// Whether [`TlsStream::send_all`] seals the records itself: TLS 1.3,
-    /// a known length well within one key's record limit (rustls's
-    /// handshake records took a few), no write size asked for.
+    /// Whether [`TlsStream::send_all`] seals the records itself: the keys
+    /// may be taken for the length ([`TlsStream::keys_may_be_taken`]) and
+    /// no write size is asked for.
     fn sealable(&self, length: Option<u64>, write_size: Option<usize>) -> bool {
-        let records = length.map(|bytes| bytes.div_ceil(PLAIN_BYTES as u64) + 1);
-        matches!(&self.link, Link::Rustls(conn)
-                if conn.protocol_version() == Some(ProtocolVersion::TLSv1_3))
-            && write_size.is_none()
-            && records.is_some_and(|n| n < RECORD_LIMIT / 2)
+        write_size.is_none() && self.keys_may_be_taken(length)
     }
 
     /// Sends all of `source`, then `close_notify` and the FIN; returns
@@ -153,6 +146,7 @@ mod tests {
     use std::io::{Read, Write};
 
     use super::*;
+    use crate::tls::record::RECORD_LIMIT;
     use crate::tls::tests::tls_pair;
 
     fn pattern(bytes: usize) -> Vec<u8> {
