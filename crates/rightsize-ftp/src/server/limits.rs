@@ -141,9 +141,7 @@ impl Limits {
                 return Err(Refused::Total);
             };
             if let Some(waiting) = counts.stop_waiting(oldest) {
-                let old_addr = waiting.addr;
-                counts.total = counts.total.saturating_sub(1);
-                decrement(&mut counts.per_address, old_addr);
+                counts.release(oldest, waiting.addr);
                 counts.evicted.insert(oldest);
                 (waiting.evict)();
             }
