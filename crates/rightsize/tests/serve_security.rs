@@ -687,3 +687,40 @@ fn a_full_disk_during_an_upload_is_a_452_and_leaves_nothing() {
         vec![1u8; 10_000]
     );
 }
+
+#[test]
+fn a_long_checksum_leaves_the_session_answering_and_abor_stops_it() {
+    let root = root_with_files();
+    // A sparse 64 GiB file: a minute of SHA-256 on this kind of host.
+    let big = std::fs::File::create(root.path().join("pub/big")).unwrap();
+    big.set_len(64 << 30).unwrap();
+    drop(big);
+    let serve = Serve::start(root.path(), &[]);
+    let mut c = Control::anonymous(serve.addr);
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    c.send("CKSM SHA256 0 -1 /pub/big");
+    std::thread::sleep(Duration::from_millis(200));
+    // Answered while the checksum runs (before: after it, a minute later).
+    let stat = c.cmd("STAT");
+    assert_eq!(stat.code(), 213, "{stat:?}");
+    assert!(stat.text().contains("Checksum in progress"), "{stat:?}");
+    assert_eq!(c.cmd("NOOP").code(), 200);
+    let asked = Instant::now();
+    c.send("ABOR");
+    let aborted = c.reply();
+    assert_eq!(aborted.code(), 426, "{aborted:?}");
+    assert_eq!(c.reply().code(), 226);
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "ABOR stopped the checksum after {:?}",
+        asked.elapsed()
+    );
+    // The session goes on: md5("hello\n").
+    let small = c.cmd("CKSM MD5 0 -1 /pub/hello.txt");
+    assert_eq!(small.code(), 213, "{small:?}");
+    assert_eq!(small.text().trim(), "b1946ac92492d2347c6235b4d2611184");
+    // A checksum of what is not a file is refused at once.
+    assert_eq!(c.cmd("CKSM MD5 0 -1 /pub").code(), 550);
+}

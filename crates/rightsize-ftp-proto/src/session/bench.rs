@@ -180,19 +180,6 @@ impl<H: ServerHost> ServerHost for BenchHost<H> {
         self.inner.rename(from, to)
     }
 
-    fn checksum(
-        &mut self,
-        path: &VirtualPath,
-        algorithm: &str,
-        offset: u64,
-        length: Option<u64>,
-    ) -> Result<String, FsError> {
-        if in_namespace(path) {
-            return Err(FsError::Unsupported);
-        }
-        self.inner.checksum(path, algorithm, offset, length)
-    }
-
     fn checksums(&self) -> &[&'static str] {
         self.inner.checksums()
     }

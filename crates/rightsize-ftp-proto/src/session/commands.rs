@@ -11,10 +11,11 @@ use super::port::active;
 use super::rightsize;
 use super::tls;
 use super::{
-    Access, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
+    Access, ChecksumJob, DataEndpoint, DataSetup, EntryKind, FAILED_LOGIN_DELAY, FsError, Login,
     MAX_FAILED_LOGINS, Output, SBUF_SIZES, ServerHost, Session, TransferKind, TransferPlan,
     sbuf_sizes_text,
 };
+use crate::checksum::Algorithm;
 use crate::command::{EpsvArg, ListArgs, OptsCommand, SiteCommand, TransferMode, TransferType};
 use crate::markers::MarkerSchedule;
 use crate::mode_e;
@@ -392,7 +393,7 @@ fn start(session: &mut Session, kind: TransferKind, start_text: String) -> Vec<O
         }
         _ => MarkerSchedule::NONE,
     };
-    session.transferring = true;
+    session.busy = super::Busy::Transfer;
     session.rest = 0;
     session.rest_ranges = None;
     vec![Output::Transfer(TransferPlan {
@@ -756,6 +757,8 @@ fn set_sbuf(session: &mut Session, size: u64) -> Vec<Output> {
     reply(200, &format!("SBUF set to {size}."))
 }
 
+/// Globus `CKSM`: checked here, computed by the driver (a
+/// [`ChecksumJob`]), answered by [`Session::checksum_done`].
 fn checksum(
     session: &mut Session,
     host: &mut dyn ServerHost,
@@ -765,12 +768,17 @@ fn checksum(
     arg: &Arg,
 ) -> Vec<Output> {
     let algorithm = algorithm.to_ascii_uppercase();
-    let Some(&known) = host.checksums().iter().find(|a| **a == algorithm) else {
+    let offered = host.checksums();
+    let known = offered
+        .iter()
+        .find(|a| **a == algorithm)
+        .and_then(|a| Algorithm::from_name(a).ok());
+    let Some(known) = known else {
         return reply(
             504,
             &format!(
                 "Unsupported checksum algorithm; this server offers {}.",
-                host.checksums().join(",")
+                offered.join(",")
             ),
         );
     };
@@ -778,13 +786,20 @@ fn checksum(
         Ok(path) => path,
         Err(out) => return out,
     };
-    match host.checksum(&path, known, offset, length) {
-        Ok(hex) => reply(213, &hex),
-        Err(_) => reply(550, "Could not compute the checksum."),
+    if !matches!(host.metadata(&path), Ok(meta) if meta.kind == EntryKind::File) {
+        return reply(550, "Could not compute the checksum.");
     }
+    session.busy = super::Busy::Checksum(super::ChecksumAnswer::Cksm);
+    vec![Output::Checksum(ChecksumJob {
+        path,
+        algorithm: known,
+        offset,
+        length,
+    })]
 }
 
-/// draft-bryan-ftpext-hash: `213 SHA-256 0-<last> <hex> <path>`.
+/// draft-bryan-ftpext-hash: `213 SHA-256 0-<last> <hex> <path>`, computed
+/// as `CKSM` is.
 fn hash(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Output> {
     if !host.checksums().contains(&"SHA256") {
         return reply(502, "HASH is not offered.");
@@ -797,15 +812,14 @@ fn hash(session: &mut Session, host: &mut dyn ServerHost, arg: &Arg) -> Vec<Outp
         Ok(meta) if meta.kind == EntryKind::File => meta.size,
         _ => return reply(550, "Could not compute the hash."),
     };
-    match host.checksum(&path, "SHA256", 0, None) {
-        Ok(hex) => reply(
-            213,
-            &format!(
-                "SHA-256 0-{} {hex} {}",
-                size.saturating_sub(1),
-                path.to_string().replace(['\r', '\n'], "?")
-            ),
-        ),
-        Err(_) => reply(550, "Could not compute the hash."),
-    }
+    session.busy = super::Busy::Checksum(super::ChecksumAnswer::Hash {
+        size,
+        path: path.clone(),
+    });
+    vec![Output::Checksum(ChecksumJob {
+        path,
+        algorithm: Algorithm::Sha256,
+        offset: 0,
+        length: None,
+    })]
 }

@@ -3,8 +3,9 @@
 //! The session decides; a [`ServerHost`] does. The real host (in the FTP
 //! driver crate) maps virtual paths under the served root, opens listeners
 //! with rightsize's socket layer and checks passwords; tests use an in-memory
-//! host. Transfers are long-running, so the session does not run them: it
-//! returns a [`TransferPlan`] and is told the [`TransferOutcome`].
+//! host. Transfers and checksums are long-running, so the session does not
+//! run them: it returns a [`TransferPlan`] or a [`ChecksumJob`] and is told
+//! the [`TransferOutcome`] or the [`ChecksumOutcome`].
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -65,15 +66,6 @@ pub trait ServerHost {
     fn remove_file(&mut self, path: &VirtualPath) -> Result<(), FsError>;
     /// Renames a file or directory.
     fn rename(&mut self, from: &VirtualPath, to: &VirtualPath) -> Result<(), FsError>;
-    /// The checksum of `length` bytes (to the end when `None`) from `offset`,
-    /// as lowercase hex, with `algorithm` one of [`ServerHost::checksums`].
-    fn checksum(
-        &mut self,
-        path: &VirtualPath,
-        algorithm: &str,
-        offset: u64,
-        length: Option<u64>,
-    ) -> Result<String, FsError>;
     /// The checksum algorithms offered (`CKSM`, upper case, e.g. `SHA256`).
     fn checksums(&self) -> &[&'static str];
     /// Opens a passive-mode listener on the control connection's local
@@ -221,6 +213,33 @@ impl std::fmt::Display for TransferOutcome {
     }
 }
 
+/// A checksum for the driver to compute (`CKSM`, `HASH`): the file is
+/// read to its end, which may take minutes, so the driver computes it
+/// beside the session, as it runs a transfer: `ABOR` stops it, `STAT`
+/// and `NOOP` are answered meanwhile, and other commands wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksumJob {
+    /// The file, a regular file when the job was made.
+    pub path: VirtualPath,
+    /// One of [`ServerHost::checksums`].
+    pub algorithm: crate::checksum::Algorithm,
+    /// Where to start.
+    pub offset: u64,
+    /// How many bytes from `offset`; `None`: to the end.
+    pub length: Option<u64>,
+}
+
+/// How a checksum job ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChecksumOutcome {
+    /// The checksum, lowercase hex.
+    Done(String),
+    /// The file could not be opened or read.
+    Failed(FsError),
+    /// The client sent ABOR.
+    Aborted,
+}
+
 /// What the driver must do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
@@ -230,7 +249,10 @@ pub enum Output {
     Delay(Duration),
     /// Run this transfer; report its end with `Session::transfer_done`.
     Transfer(TransferPlan),
-    /// Stop the running transfer; it then ends as [`TransferOutcome::Aborted`].
+    /// Compute this checksum; report its end with `Session::checksum_done`.
+    Checksum(ChecksumJob),
+    /// Stop the running transfer or checksum; it then ends as
+    /// [`TransferOutcome::Aborted`] or [`ChecksumOutcome::Aborted`].
     Abort,
     /// Hand this to the running transfer's tuner (the RIGHTSIZE extension:
     /// the client's in-transfer `SBUF` or `RINF`); drop it if the transfer

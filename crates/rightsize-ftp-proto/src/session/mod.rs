@@ -43,8 +43,8 @@ use crate::{Command, CommandError, Reply, VirtualPath};
 
 pub use crate::PeerMessage;
 pub use host::{
-    Access, DataEndpoint, DirEntry, EntryKind, FsError, Metadata, Output, ServerHost, TransferKind,
-    TransferOutcome, TransferPlan,
+    Access, ChecksumJob, ChecksumOutcome, DataEndpoint, DirEntry, EntryKind, FsError, Metadata,
+    Output, ServerHost, TransferKind, TransferOutcome, TransferPlan,
 };
 pub use rightsize::RINF_REFUSED;
 pub use tls::TlsPolicy;
@@ -112,6 +112,23 @@ enum Login {
     LoggedIn { access: Access, user: String },
 }
 
+/// Long work the driver runs for the session; commands wait meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Busy {
+    Idle,
+    Transfer,
+    Checksum(ChecksumAnswer),
+}
+
+/// How the checksum's final reply is worded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ChecksumAnswer {
+    /// `CKSM`: `213 <hex>`.
+    Cksm,
+    /// `HASH`: `213 SHA-256 0-<last> <hex> <path>`.
+    Hash { size: u64, path: VirtualPath },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DataSetup {
     None,
@@ -143,7 +160,10 @@ pub struct Session {
     retr_markers_secs: u32,
     /// The markers of a MODE E store (`TREV` changes them).
     store_markers: crate::markers::MarkerSchedule,
-    transferring: bool,
+    busy: Busy,
+    /// ABOR came while [`Session::busy`]: it gets its own reply at the end,
+    /// whether the work was stopped or had just finished.
+    abort_asked: bool,
     quit_after_transfer: bool,
     queued: VecDeque<Result<Command, CommandError>>,
     /// `Some` while the RIGHTSIZE extension is on.
@@ -173,7 +193,8 @@ impl Session {
             parallelism: 1,
             retr_markers_secs: 0,
             store_markers: crate::markers::MarkerSchedule::STORE,
-            transferring: false,
+            busy: Busy::Idle,
+            abort_asked: false,
             quit_after_transfer: false,
             queued: VecDeque::new(),
             rightsize: None,
@@ -183,11 +204,11 @@ impl Session {
     }
 
     /// How long the driver should wait for the next command before calling
-    /// [`Session::timed_out`]; `None` while a transfer runs.
+    /// [`Session::timed_out`]; `None` while a transfer or a checksum runs.
     pub fn read_timeout(&self) -> Option<Duration> {
-        match (&self.login, self.transferring) {
-            (_, true) => None,
-            (Login::LoggedIn { .. }, false) => Some(self.config.idle_timeout),
+        match (&self.login, &self.busy) {
+            (_, Busy::Transfer | Busy::Checksum(_)) => None,
+            (Login::LoggedIn { .. }, Busy::Idle) => Some(self.config.idle_timeout),
             _ => Some(self.config.login_timeout),
         }
     }
@@ -230,7 +251,12 @@ impl Session {
 
     /// Whether a transfer is running.
     pub fn is_transferring(&self) -> bool {
-        self.transferring
+        self.busy == Busy::Transfer
+    }
+
+    /// Whether a checksum runs.
+    pub fn is_checksumming(&self) -> bool {
+        matches!(self.busy, Busy::Checksum(_))
     }
 
     /// Whether the client turned the RIGHTSIZE extension on (`OPTS
@@ -247,7 +273,7 @@ impl Session {
     /// ends this). The driver must still write a notice only between whole
     /// replies, never in the middle of one.
     pub fn notices_allowed(&self) -> bool {
-        self.transferring && self.rightsize.is_some()
+        self.is_transferring() && self.rightsize.is_some()
     }
 
     /// The client's UDP probe port from `OPTS RIGHTSIZE ON UDP=<port>`
@@ -273,7 +299,7 @@ impl Session {
         host: &mut dyn ServerHost,
         now_unix: i64,
     ) -> Vec<Output> {
-        if self.transferring {
+        if self.busy != Busy::Idle {
             return self.during_transfer(command);
         }
         let command = match command {
@@ -300,8 +326,8 @@ impl Session {
         host: &mut dyn ServerHost,
         now_unix: i64,
     ) -> Vec<Output> {
-        self.transferring = false;
-        let mut out = vec![Output::Reply(match &outcome {
+        self.busy = Busy::Idle;
+        let out = vec![Output::Reply(match &outcome {
             TransferOutcome::Complete { .. } => Reply::trusted(226, "Transfer complete.".into()),
             TransferOutcome::OpenFailed(FsError::PermissionDenied) => {
                 Reply::trusted(550, "Permission denied.".into())
@@ -345,7 +371,62 @@ impl Session {
                 Reply::trusted(426, "Connection closed; transfer aborted.".into())
             }
         })];
-        if outcome == TransferOutcome::Aborted {
+        self.after_work(out, host, now_unix)
+    }
+
+    /// The checksum ended; its reply, then what the commands that arrived
+    /// during it produce.
+    pub fn checksum_done(
+        &mut self,
+        outcome: ChecksumOutcome,
+        host: &mut dyn ServerHost,
+        now_unix: i64,
+    ) -> Vec<Output> {
+        let Busy::Checksum(answer) = std::mem::replace(&mut self.busy, Busy::Idle) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        match (outcome, answer) {
+            (ChecksumOutcome::Done(hex), ChecksumAnswer::Cksm) => {
+                out.push(Output::Reply(Reply::trusted(213, hex)));
+            }
+            (ChecksumOutcome::Done(hex), ChecksumAnswer::Hash { size, path }) => {
+                out.push(Output::Reply(Reply::trusted(
+                    213,
+                    format!(
+                        "SHA-256 0-{} {hex} {}",
+                        size.saturating_sub(1),
+                        path.to_string().replace(['\r', '\n'], "?")
+                    ),
+                )));
+            }
+            (ChecksumOutcome::Failed(_), ChecksumAnswer::Cksm) => out.push(Output::Reply(
+                Reply::trusted(550, "Could not compute the checksum.".into()),
+            )),
+            (ChecksumOutcome::Failed(_), ChecksumAnswer::Hash { .. }) => out.push(Output::Reply(
+                Reply::trusted(550, "Could not compute the hash.".into()),
+            )),
+            (ChecksumOutcome::Aborted, _) => {
+                out.push(Output::Reply(Reply::trusted(
+                    426,
+                    "Checksum aborted.".into(),
+                )));
+            }
+        }
+        self.after_work(out, host, now_unix)
+    }
+
+    /// After a transfer or a checksum (`out` holds its reply): ABOR's
+    /// 226 if it came meanwhile (RFC 959: whether or not the work was
+    /// still running), QUIT if it came, else the commands that waited, in
+    /// order, until one starts long work again.
+    fn after_work(
+        &mut self,
+        mut out: Vec<Output>,
+        host: &mut dyn ServerHost,
+        now_unix: i64,
+    ) -> Vec<Output> {
+        if std::mem::take(&mut self.abort_asked) {
             out.push(Output::Reply(Reply::trusted(
                 226,
                 "ABOR successful.".into(),
@@ -358,7 +439,9 @@ impl Session {
         }
         while let Some(command) = self.queued.pop_front() {
             let more = self.handle(command, host, now_unix);
-            let started = more.iter().any(|o| matches!(o, Output::Transfer(_)));
+            let started = more
+                .iter()
+                .any(|o| matches!(o, Output::Transfer(_) | Output::Checksum(_)));
             out.extend(more);
             if started || out.contains(&Output::Close) {
                 break;
@@ -367,18 +450,29 @@ impl Session {
         out
     }
 
-    /// Commands while a transfer runs: ABOR, STAT, NOOP and QUIT are
-    /// answered now, and with the RIGHTSIZE extension on SBUF and RINF
-    /// too; the rest wait for the transfer's end, in order.
+    /// Commands while a transfer or a checksum runs: ABOR, STAT, NOOP and
+    /// QUIT are answered now, and during a transfer with the RIGHTSIZE
+    /// extension on SBUF and RINF too; the rest wait for the end, in order.
     fn during_transfer(&mut self, command: Result<Command, CommandError>) -> Vec<Output> {
-        if let Some(out) = rightsize::during_transfer(self, &command) {
+        if self.is_transferring()
+            && let Some(out) = rightsize::during_transfer(self, &command)
+        {
             return out;
         }
         match command {
-            Ok(Command::Abor) => vec![Output::Abort],
+            Ok(Command::Abor) if self.abort_asked => Vec::new(),
+            Ok(Command::Abor) => {
+                self.abort_asked = true;
+                vec![Output::Abort]
+            }
             Ok(Command::Stat(None)) => vec![Output::Reply(Reply::trusted(
                 213,
-                "Transfer in progress.".into(),
+                if self.is_transferring() {
+                    "Transfer in progress."
+                } else {
+                    "Checksum in progress."
+                }
+                .into(),
             ))],
             Ok(Command::Noop) => vec![Output::Reply(Reply::trusted(200, "NOOP ok.".into()))],
             Ok(Command::Quit) => {

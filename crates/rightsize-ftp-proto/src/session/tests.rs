@@ -85,15 +85,6 @@ impl ServerHost for MemHost {
         self.files.insert(to.as_bytes().to_vec(), size);
         Ok(())
     }
-    fn checksum(
-        &mut self,
-        _: &VirtualPath,
-        _: &str,
-        _: u64,
-        _: Option<u64>,
-    ) -> Result<String, FsError> {
-        Ok("00ff".into())
-    }
     fn checksums(&self) -> &[&'static str] {
         &["SHA256", "MD5"]
     }
@@ -546,7 +537,12 @@ fn every_line_gets_exactly_one_final_reply() {
     ];
     let mut c = Client::logged_in("alice", "secret");
     for line in lines {
-        let out = c.send(line);
+        let mut out = c.send(line);
+        if let [Output::Checksum(_)] = out.as_slice() {
+            out = c
+                .session
+                .checksum_done(ChecksumOutcome::Done("00ff".into()), &mut c.host, NOW);
+        }
         let finals: Vec<u16> = codes(&out)
             .into_iter()
             .filter(|&code| code >= 200)
@@ -666,4 +662,110 @@ fn rest_with_ranges_leaves_them_out_in_mode_e_and_is_a_prefix_in_stream_mode() {
     assert!(done.as_slice().is_empty());
     c.done(TransferOutcome::Complete { bytes: 1000 });
     assert_eq!(c.codes("REST 5-1"), [501]);
+}
+
+#[test]
+fn a_checksum_is_computed_beside_the_session_and_answered_when_done() {
+    let mut c = Client::logged_in("alice", "secret");
+    let out = c.send("CKSM sha256 10 100 /pub/a.bin");
+    assert_eq!(
+        out,
+        [Output::Checksum(ChecksumJob {
+            path: VirtualPath::parse(b"/pub/a.bin").unwrap(),
+            algorithm: crate::checksum::Algorithm::Sha256,
+            offset: 10,
+            length: Some(100),
+        })]
+    );
+    assert!(c.session.is_checksumming() && !c.session.is_transferring());
+    assert_eq!(c.session.read_timeout(), None);
+    // STAT and NOOP are answered meanwhile; other commands wait.
+    assert_eq!(text(&c.send("STAT")), "213 Checksum in progress.\r\n");
+    assert_eq!(c.codes("NOOP"), [200]);
+    assert_eq!(c.codes("PASV"), Vec::<u16>::new());
+    assert_eq!(c.codes("SIZE /pub/a.bin"), Vec::<u16>::new());
+    let out = c
+        .session
+        .checksum_done(ChecksumOutcome::Done("abcd".into()), &mut c.host, NOW);
+    assert_eq!(codes(&out), [213, 227, 213]);
+    assert!(text(&out).starts_with("213 abcd\r\n227 "));
+    assert!(!c.session.is_checksumming());
+}
+
+#[test]
+fn abor_stops_a_checksum_with_426_then_226() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert!(matches!(
+        c.send("CKSM MD5 0 -1 /pub/a.bin").as_slice(),
+        [Output::Checksum(_)]
+    ));
+    assert_eq!(c.send("ABOR"), [Output::Abort]);
+    let out = c
+        .session
+        .checksum_done(ChecksumOutcome::Aborted, &mut c.host, NOW);
+    assert_eq!(
+        text(&out),
+        "426 Checksum aborted.\r\n226 ABOR successful.\r\n"
+    );
+    assert_eq!(c.codes("NOOP"), [200]);
+}
+
+#[test]
+fn abor_that_comes_as_the_work_ends_still_gets_its_226() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert!(matches!(
+        c.send("CKSM MD5 0 -1 /pub/a.bin").as_slice(),
+        [Output::Checksum(_)]
+    ));
+    assert_eq!(c.send("ABOR"), [Output::Abort]);
+    let out = c
+        .session
+        .checksum_done(ChecksumOutcome::Done("ab".into()), &mut c.host, NOW);
+    assert_eq!(text(&out), "213 ab\r\n226 ABOR successful.\r\n");
+    assert_eq!(c.codes("PASV"), [227]);
+    c.transfer("RETR /pub/a.bin");
+    assert_eq!(c.send("ABOR"), [Output::Abort]);
+    assert_eq!(
+        c.done(TransferOutcome::Complete { bytes: 1000 }),
+        [226, 226]
+    );
+    // Not twice for one ABOR.
+    assert_eq!(c.codes("NOOP"), [200]);
+}
+
+#[test]
+fn quit_during_a_checksum_waits_for_its_reply() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert!(matches!(
+        c.send("HASH /pub/a.bin").as_slice(),
+        [Output::Checksum(_)]
+    ));
+    assert!(c.send("QUIT").is_empty());
+    let out = c
+        .session
+        .checksum_done(ChecksumOutcome::Done("ee".into()), &mut c.host, NOW);
+    assert_eq!(
+        text(&out),
+        "213 SHA-256 0-999 ee /pub/a.bin\r\n221 Goodbye.\r\n"
+    );
+    assert_eq!(out.last(), Some(&Output::Close));
+}
+
+#[test]
+fn checksums_of_what_is_not_a_file_or_cannot_be_read_get_550() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert_eq!(c.codes("CKSM MD5 0 -1 /nope"), [550]);
+    assert_eq!(c.codes("CKSM MD5 0 -1 /pub"), [550]);
+    assert_eq!(c.codes("HASH /pub"), [550]);
+    assert_eq!(c.codes("CKSM ADLER32 0 -1 /pub/a.bin"), [504]);
+    assert!(matches!(
+        c.send("CKSM MD5 0 -1 /pub/a.bin").as_slice(),
+        [Output::Checksum(_)]
+    ));
+    let out = c.session.checksum_done(
+        ChecksumOutcome::Failed(FsError::PermissionDenied),
+        &mut c.host,
+        NOW,
+    );
+    assert_eq!(text(&out), "550 Could not compute the checksum.\r\n");
 }

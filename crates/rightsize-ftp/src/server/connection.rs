@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use rightsize_ftp_proto::session::bench::{BenchHost, BenchPath, classify};
 use rightsize_ftp_proto::session::report::DataSocketBuffers;
 use rightsize_ftp_proto::session::{
-    DataEndpoint, Output, Session, TransferKind, TransferOutcome, TransferPlan,
+    ChecksumJob, ChecksumOutcome, DataEndpoint, FsError, Output, Session, TransferKind,
+    TransferOutcome, TransferPlan,
 };
 use rightsize_ftp_proto::{LineEvent, LineReader, parse};
 use rightsize_tune::diagnose::tcp::TcpSummary;
@@ -37,6 +38,7 @@ use crate::stream::DataStream;
 use crate::tls::Pump;
 use crate::tuning::{self, StreamTuners};
 
+use super::checksum;
 use super::data::{self, AbortHandle, DataParams, Endpoint, Flow, Progress, Sink, Source};
 use super::extended;
 use super::host::FsHost;
@@ -62,12 +64,14 @@ enum Event {
     Input(Vec<u8>),
     Closed,
     TransferDone(Box<data::DataReport>),
+    ChecksumDone(ChecksumOutcome),
     /// Something the running transfer's tuner tells the client.
     Notice(ToPeer),
     /// `111`/`112` markers of the running MODE E transfer.
     Markers(Vec<Reply>),
 }
 
+/// The session's running transfer or checksum.
 struct Running {
     abort: Arc<AbortHandle>,
     thread: JoinHandle<()>,
@@ -232,6 +236,10 @@ impl Conn {
                     last_line = Instant::now();
                     self.transfer_done(report)
                 }
+                Ok(Event::ChecksumDone(outcome)) => {
+                    last_line = Instant::now();
+                    self.checksum_done(outcome)
+                }
                 Ok(Event::Notice(notice)) => self.notice(notice),
                 Ok(Event::Markers(replies)) => self.markers(&replies),
                 Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => false,
@@ -365,6 +373,16 @@ impl Conn {
                         let more = self
                             .session
                             .transfer_done(outcome, &mut self.host, now_unix());
+                        for (i, o) in more.into_iter().enumerate() {
+                            queue.insert(i, o);
+                        }
+                    }
+                }
+                Output::Checksum(job) => {
+                    if let Err(outcome) = self.start_checksum(job) {
+                        let more = self
+                            .session
+                            .checksum_done(outcome, &mut self.host, now_unix());
                         for (i, o) in more.into_iter().enumerate() {
                             queue.insert(i, o);
                         }
@@ -775,6 +793,52 @@ impl Conn {
                     .map_err(TransferOutcome::OpenFailed),
             },
         }
+    }
+
+    /// Opens the file and computes its checksum on a thread of its own
+    /// (`checksum.rs`); its end comes back as an event.
+    fn start_checksum(&mut self, job: ChecksumJob) -> Result<(), ChecksumOutcome> {
+        // The bench namespace's files have no bytes to sum.
+        if classify(&job.path).is_some() {
+            return Err(ChecksumOutcome::Failed(FsError::Unsupported));
+        }
+        let file = self
+            .host
+            .inner()
+            .open_source(&job.path, job.offset)
+            .map_err(ChecksumOutcome::Failed)?;
+        let abort = Arc::new(AbortHandle::default());
+        let thread_abort = Arc::clone(&abort);
+        let events = self.events.clone();
+        let shared = Arc::clone(&self.shared);
+        let thread = thread::Builder::new()
+            .name("ftp-checksum".into())
+            .stack_size(TRANSFER_STACK_BYTES)
+            .spawn(move || {
+                let outcome = checksum::compute(file, &job, &shared.checksums, &thread_abort);
+                let _ = events.send(Event::ChecksumDone(outcome));
+            })
+            .map_err(|e| ChecksumOutcome::Failed(FsError::Other(e.to_string())))?;
+        self.running = Some(Running {
+            abort,
+            thread,
+            inbox: Arc::new(Mutex::new(None)),
+        });
+        Ok(())
+    }
+
+    fn checksum_done(&mut self, outcome: ChecksumOutcome) -> bool {
+        if let Some(running) = self.running.take() {
+            let _ = running.thread.join();
+        }
+        if let ChecksumOutcome::Failed(e) = &outcome {
+            self.shared
+                .log(&format!("{}: checksum failed: {e}", self.peer));
+        }
+        let out = self
+            .session
+            .checksum_done(outcome, &mut self.host, now_unix());
+        self.act(out)
     }
 
     fn transfer_done(&mut self, mut report: Box<data::DataReport>) -> bool {

@@ -6,13 +6,12 @@ use rightsize_tune::TunerSpec;
 use rightsize_tune::host::SysctlKey;
 use rightsize_tune::units::Bytes;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rightsize_ftp_proto::VirtualPath;
-use rightsize_ftp_proto::checksum::Checksum;
 use rightsize_ftp_proto::session::{Access, DirEntry, EntryKind, FsError, Metadata, ServerHost};
 use rightsize_sys::rootfs::{Keep, Kind, PendingFile, RootError, Stat};
 use rightsize_sys::socket;
@@ -307,28 +306,6 @@ impl ServerHost for FsHost {
             .root
             .rename(from.relative_bytes(), to.relative_bytes())
             .map_err(fs_error)
-    }
-
-    fn checksum(
-        &mut self,
-        path: &VirtualPath,
-        algorithm: &str,
-        offset: u64,
-        length: Option<u64>,
-    ) -> Result<String, FsError> {
-        let mut hasher = Checksum::new(algorithm).map_err(|_| FsError::Unsupported)?;
-        let file = self.open_source(path, offset)?;
-        let mut reader = file.take(length.unwrap_or(u64::MAX));
-        let mut buf = vec![0u8; super::COPY_CHUNK_BYTES];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => hasher.update(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(FsError::Other(e.to_string())),
-            }
-        }
-        Ok(hasher.finish())
     }
 
     fn checksums(&self) -> &[&'static str] {

@@ -11,6 +11,7 @@
 //!
 //! [`Session`]: rightsize_ftp_proto::session::Session
 
+mod checksum;
 mod connection;
 mod data;
 mod extended;
@@ -260,6 +261,8 @@ struct Shared {
     /// The downloads tuned by `auto`, by client network
     /// ([`client_network`]): each network's share one path.
     crowds: Mutex<HashMap<IpAddr, Weak<Mutex<Crowd>>>>,
+    /// How many `CKSM`/`HASH` run at once.
+    checksums: checksum::Gate,
 }
 
 /// `at` as RFC 3339 UTC to the millisecond: `2026-11-27T14:30:01.123Z`.
@@ -438,6 +441,7 @@ impl Server {
                 .buffer_budget
                 .map(|limit| Arc::new(Mutex::new(Budget::new(limit)))),
             crowds: Mutex::new(HashMap::new()),
+            checksums: checksum::Gate::per_core(),
             config,
         });
         // Every session holds descriptors: as many as the system allows.
