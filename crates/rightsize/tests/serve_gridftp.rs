@@ -391,3 +391,29 @@ fn a_stream_mode_client_never_sees_a_marker() {
     assert!(got[..5] == f.content[..5] && got[12..] == f.content[12..]);
     assert_eq!(c.cmd("NOOP").code(), 200);
 }
+
+#[test]
+fn the_data_idle_timeout_holds_for_a_mode_e_download_the_client_never_reads() {
+    let f = Fixture::with(FILE_BYTES, 21, &["--data-idle-timeout", "2s"]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = Control::anonymous(f.serve.addr);
+    for line in ["TYPE I", "MODE E", "OPTS RETR Parallelism=2,2,2;"] {
+        assert_eq!(c.cmd(line).code(), 200, "{line}");
+    }
+    assert_eq!(c.cmd(&port_line("PORT", &[&listener])).code(), 200);
+    assert_eq!(c.cmd("RETR /.rightsize/zero/1G").code(), 150);
+    // Both streams accepted and never read: the buffers fill, then
+    // nothing moves.
+    let streams: Vec<TcpStream> = (0..2).map(|_| listener.accept().unwrap().0).collect();
+    let started = std::time::Instant::now();
+    let end = c.reply();
+    let waited = started.elapsed();
+    assert_eq!(end.code(), 426, "{end:?}");
+    assert!(end.text().contains("idle timeout"), "{end:?}");
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_millis(4500),
+        "the 2 s data idle timeout ended the MODE E transfer after {waited:?}"
+    );
+    assert_eq!(c.cmd("NOOP").code(), 200);
+    drop(streams);
+}

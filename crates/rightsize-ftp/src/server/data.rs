@@ -247,25 +247,14 @@ pub fn run(
     let _ = stream.set_write_timeout(Some(params.idle_timeout));
     on_connect(&stream);
     let observer = stream.try_clone().ok();
-    let watched = stream.try_clone().ok();
     let started = Instant::now();
     let aborted = || abort.is_aborted();
     let may_commit = || !abort.is_aborted() && client_alive();
     let idle = IdleWatch::default();
-    report.outcome = std::thread::scope(|scope| {
-        if let Some(watched) = watched {
-            let idle = &idle;
-            let _ = std::thread::Builder::new()
-                .name("ftp-data-idle".into())
-                .spawn_scoped(scope, move || idle.watch(&watched, params.idle_timeout));
-        }
-        let outcome = transfer(stream, flow, params, progress, &aborted, &may_commit);
-        idle.stop();
-        outcome
+    idle.add(&stream);
+    report.outcome = idle.during(params.idle_timeout, || {
+        transfer(stream, flow, params, progress, &aborted, &may_commit)
     });
-    if idle.fired() && !matches!(report.outcome, TransferOutcome::Complete { .. }) {
-        report.outcome = TransferOutcome::NetworkError(idle_timeout().to_string());
-    }
     report.elapsed = started.elapsed();
     report.final_tcp_info = observer
         .as_ref()
@@ -307,30 +296,77 @@ fn transfer(
     }
 }
 
-/// The data idle timeout, kept by watching the connection move: the
-/// bytes the client acknowledged or sent (`TCP_INFO`), read every
-/// quarter of the timeout (a tenth of a second to a second). A send
-/// timeout alone fired late: a blocked `sendfile` that had queued some
-/// bytes returns them only when its timeout ends, and the next call
-/// waits a whole timeout again (15.3 s for a 5 s timeout, measured).
+/// The data idle timeout, kept by watching the connections move: the
+/// bytes the client acknowledged or sent (`TCP_INFO`), summed over a
+/// transfer's connections (one in stream mode, a MODE E transfer's
+/// streams as they come), read every quarter of the timeout (a tenth of
+/// a second to a second). A send timeout alone fired late: a blocked
+/// `sendfile` that had queued some bytes returns them only when its
+/// timeout ends, and the next call waits a whole timeout again (15.3 s
+/// for a 5 s timeout, measured).
 #[derive(Debug, Default)]
-struct IdleWatch {
+pub(super) struct IdleWatch {
     fired: AtomicBool,
     stopped: Mutex<bool>,
     signal: Condvar,
+    sockets: Mutex<Vec<TcpStream>>,
 }
 
 impl IdleWatch {
-    /// Watches `socket` until [`IdleWatch::stop`]; after `limit` without
-    /// movement, shuts it down (the transfer then fails at once).
-    fn watch(&self, socket: &TcpStream, limit: Duration) {
+    /// Watches `socket` too (a clone of it) from now on.
+    pub(super) fn add(&self, socket: &TcpStream) {
+        if let Ok(clone) = socket.try_clone() {
+            self.sockets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(clone);
+        }
+    }
+
+    /// Runs `work` while a thread watches the connections added (before
+    /// and during it); after `limit` without movement of any, shuts them
+    /// all down, and the work fails at once. A transfer that failed
+    /// after the watch fired ends as a network error that says so.
+    pub(super) fn during(
+        &self,
+        limit: Duration,
+        work: impl FnOnce() -> TransferOutcome,
+    ) -> TransferOutcome {
+        let outcome = std::thread::scope(|scope| {
+            let _ = std::thread::Builder::new()
+                .name("ftp-data-idle".into())
+                .spawn_scoped(scope, || self.watch(limit));
+            let outcome = work();
+            *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.signal.notify_all();
+            outcome
+        });
+        match outcome {
+            TransferOutcome::Complete { .. } => outcome,
+            _ if self.fired.load(Ordering::SeqCst) => {
+                TransferOutcome::NetworkError(idle_timeout().to_string())
+            }
+            _ => outcome,
+        }
+    }
+
+    /// How many connections, and the bytes they moved; a new connection is
+    /// movement too.
+    fn moved(&self) -> (usize, u64) {
+        let sockets = self.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = sockets
+            .iter()
+            .filter_map(|s| rightsize_sys::tcp_info::read(s.as_fd()).ok())
+            .fold(0u64, |sum, i| {
+                sum.wrapping_add(i.bytes_acked.unwrap_or(0))
+                    .wrapping_add(i.bytes_received.unwrap_or(0))
+            });
+        (sockets.len(), bytes)
+    }
+
+    fn watch(&self, limit: Duration) {
         let tick = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(1));
-        let moved = || {
-            rightsize_sys::tcp_info::read(socket.as_fd())
-                .ok()
-                .map(|i| (i.bytes_acked, i.bytes_received))
-        };
-        let (mut last, mut since) = (moved(), Instant::now());
+        let (mut last, mut since) = (self.moved(), Instant::now());
         let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             stopped = self
@@ -341,26 +377,19 @@ impl IdleWatch {
             if *stopped {
                 return;
             }
-            let now = moved();
-            if now != last {
+            let now = self.moved();
+            // Nothing connected yet: the connect timeout's business.
+            if now != last || now.0 == 0 {
                 (last, since) = (now, Instant::now());
             } else if since.elapsed() >= limit {
                 self.fired.store(true, Ordering::SeqCst);
-                let _ = socket.shutdown(Shutdown::Both);
+                let sockets = self.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+                for socket in sockets.iter() {
+                    let _ = socket.shutdown(Shutdown::Both);
+                }
                 return;
             }
         }
-    }
-
-    /// Ends the watch.
-    fn stop(&self) {
-        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.signal.notify_all();
-    }
-
-    /// Whether the timeout shut the connection down.
-    fn fired(&self) -> bool {
-        self.fired.load(Ordering::SeqCst)
     }
 }
 

@@ -34,7 +34,9 @@ use rightsize_ftp_proto::mode_e::{Assembly, Blocks, Ranges};
 use rightsize_ftp_proto::session::TransferOutcome;
 use rightsize_sys::socket;
 
-use super::data::{self, AbortHandle, DataParams, DataReport, Progress, Sink, Source, StoreTarget};
+use super::data::{
+    self, AbortHandle, DataParams, DataReport, IdleWatch, Progress, Sink, Source, StoreTarget,
+};
 use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
 use crate::stream::DataStream;
 use crate::tuning::StreamTuners;
@@ -161,30 +163,36 @@ pub fn run(
     let started = Instant::now();
     let mut done = already;
     done.add(0, start);
-    let result = blocks::send(
-        connections,
-        &source,
-        Blocks::new(end, &done, BLOCK_BYTES),
-        &progress.bytes,
-        (&|| abort.is_aborted(), &|| false),
-        keep,
-    );
-    for stream in &draining {
-        super::data::drain_sent(stream, Some((params.idle_timeout, &|| abort.is_aborted())));
+    let idle = IdleWatch::default();
+    for connection in &connections {
+        idle.add(connection.socket());
     }
+    report.outcome = idle.during(params.idle_timeout, || {
+        let result = blocks::send(
+            connections,
+            &source,
+            Blocks::new(end, &done, BLOCK_BYTES),
+            &progress.bytes,
+            (&|| abort.is_aborted(), &|| false),
+            keep,
+        );
+        for stream in &draining {
+            super::data::drain_sent(stream, Some((params.idle_timeout, &|| abort.is_aborted())));
+        }
+        match result {
+            Ok(kept) => {
+                report.kept = kept;
+                report.sent_to = keep.then_some(addr);
+                TransferOutcome::Complete {
+                    bytes: progress.bytes.load(Ordering::Relaxed),
+                }
+            }
+            Err(failure) => outcome(failure),
+        }
+    });
     drop(draining);
     finish(&mut report, observer, started.elapsed());
     report.streams = tuners.finish();
-    report.outcome = match result {
-        Ok(kept) => {
-            report.kept = kept;
-            report.sent_to = keep.then_some(addr);
-            TransferOutcome::Complete {
-                bytes: progress.bytes.load(Ordering::Relaxed),
-            }
-        }
-        Err(failure) => outcome(failure),
-    };
     report
 }
 
@@ -234,37 +242,51 @@ pub fn receive(
         target: target.as_mut(),
         ranges: &progress.ranges,
     };
-    let (result, received) = blocks::receive(
-        incoming,
-        Assembly::new(None, Ranges::new()),
-        Some(&mut noted),
-        &progress.bytes,
-        &|| abort.is_aborted(),
-        &mut |stream| {
-            if let Ok(a) = socket::apply(stream.as_fd(), &params.request) {
-                applied.get_or_insert(a);
-            }
-            tuners.tune(stream)
-        },
-        &mut |stream| {
-            abort.watch(stream);
-            on_connect(stream);
-        },
-    );
+    let idle = IdleWatch::default();
+    let mut received = None;
+    let watched = idle.during(params.idle_timeout, || {
+        let (result, arrived) = blocks::receive(
+            incoming,
+            Assembly::new(None, Ranges::new()),
+            Some(&mut noted),
+            &progress.bytes,
+            &|| abort.is_aborted(),
+            &mut |stream| {
+                idle.add(stream);
+                if let Ok(a) = socket::apply(stream.as_fd(), &params.request) {
+                    applied.get_or_insert(a);
+                }
+                tuners.tune(stream)
+            },
+            &mut |stream| {
+                abort.watch(stream);
+                on_connect(stream);
+            },
+        );
+        received = Some(arrived);
+        match result {
+            Ok(assembly) => TransferOutcome::Complete {
+                bytes: assembly.received().total(),
+            },
+            Err(failure) => outcome(failure),
+        }
+    });
+    let Some(received) = received else {
+        report.outcome = watched;
+        return report;
+    };
     report.applied = applied;
     report.strangers_refused = received.strangers;
     report.peer = received.first.as_ref().and_then(|s| s.peer_addr().ok());
     let elapsed = received.started.map_or(Duration::ZERO, |s| s.elapsed());
     finish(&mut report, received.first, elapsed);
     report.streams = tuners.finish();
-    report.outcome = match result {
-        Ok(assembly) => match target.map(StoreTarget::commit) {
+    report.outcome = match watched {
+        TransferOutcome::Complete { bytes } => match target.map(StoreTarget::commit) {
             Some(Err(e)) => super::data::store_error(&e),
-            _ => TransferOutcome::Complete {
-                bytes: assembly.received().total(),
-            },
+            _ => TransferOutcome::Complete { bytes },
         },
-        Err(failure) => outcome(failure),
+        failed => failed,
     };
     if matches!(report.outcome, TransferOutcome::Complete { .. }) {
         report.kept = received.kept;
