@@ -111,6 +111,7 @@ pub(super) fn compute(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::io::{Seek, SeekFrom, Write};
     use std::sync::Arc;
