@@ -2,8 +2,8 @@
 //! its port) goes on as a named user, so that what it writes belongs to
 //! that user and a flaw in it does not hand out root.
 //!
-//! Guarantees: each failure names the call (`getpwnam_r`, `setgroups`,
-//! `setgid`, `setuid`); after [`become_user`] succeeds, every thread of
+//! Guarantees: each failure names the call (`getpwnam_r`, `chroot`,
+//! `chdir`, `setgroups`, `setgid`, `setuid`); after [`become_user`] succeeds, every thread of
 //! the process runs as the user (glibc applies the change to all) and
 //! root cannot be taken back (checked).
 
@@ -81,6 +81,27 @@ pub fn lookup(name: &str) -> Result<User, PrivilegeError> {
         uid: pwd.pw_uid,
         gid: pwd.pw_gid,
     })
+}
+
+/// Makes `dir` the root of this process's file system (`chroot`, then
+/// `chdir("/")`): nothing outside it can be named by path afterwards.
+/// Needs root (`CAP_SYS_CHROOT`); useful only with [`become_user`]
+/// after it, since root can leave a chroot.
+pub fn enter_root(dir: &std::path::Path) -> Result<(), PrivilegeError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_dir = CString::new(dir.as_os_str().as_bytes()).map_err(|_| PrivilegeError::Call {
+        call: format!("chroot({})", dir.display()),
+        source: io::Error::from(io::ErrorKind::InvalidInput),
+    })?;
+    // SAFETY: a valid C string that outlives the call.
+    if unsafe { libc::chroot(c_dir.as_ptr()) } != 0 {
+        return Err(failed(format!("chroot({})", dir.display())));
+    }
+    // SAFETY: a static C string.
+    if unsafe { libc::chdir(c"/".as_ptr()) } != 0 {
+        return Err(failed("chdir(/) in the new root".to_owned()));
+    }
+    Ok(())
 }
 
 /// Becomes `user`: its primary group as the only group, then its group

@@ -63,6 +63,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME")]
     pub user: Option<String>,
 
+    /// With --user: also make the served root the process's root (chroot)
+    /// before giving up root, so that no path outside it can be named even
+    /// by a flaw (paths are already resolved beneath the root). The
+    /// certificate cannot then be read again on SIGHUP, and SITE RIGHTSIZE
+    /// HOST cannot read the host's settings
+    #[arg(long, requires = "user", conflicts_with = "telemetry_dir")]
+    pub chroot: bool,
+
     /// Most sessions at once.
     #[arg(long, value_name = "N", default_value_t = server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
@@ -368,6 +376,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(line) = tls_line {
         banner.push_str(&line);
         banner.push('\n');
+    }
+    if args.chroot {
+        rightsize_sys::privileges::enter_root(&args.root).with_context(|| {
+            format!(
+                "--chroot: making {} the root (start serve as root)",
+                args.root.display()
+            )
+        })?;
+        banner.push_str(&format!(
+            "rightsize serve: {} is the process's root (chroot)\n",
+            args.root.display()
+        ));
     }
     if let Some(user) = &run_as {
         rightsize_sys::privileges::become_user(user).with_context(|| {

@@ -724,3 +724,71 @@ fn a_long_checksum_leaves_the_session_answering_and_abor_stops_it() {
     // A checksum of what is not a file is refused at once.
     assert_eq!(c.cmd("CKSM MD5 0 -1 /pub").code(), 550);
 }
+
+#[test]
+fn serve_chroot_makes_the_served_root_the_process_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("up")).unwrap();
+    std::fs::write(root.join("hello.txt"), b"hello\n").unwrap();
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (&root, 0o755),
+        (&root.join("up"), 0o777),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw-for-alice", false);
+    // Without --user, refused: root can leave a chroot.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--chroot", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && stderr.contains("--user"),
+        "{stderr}"
+    );
+    let extra = [
+        "--users",
+        users.to_str().unwrap(),
+        "--user",
+        "nobody",
+        "--chroot",
+    ];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(&root)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("chroot"),
+            "{stderr}"
+        );
+        return;
+    }
+    let serve = Serve::start(&root, &extra);
+    // The process's root is the served root.
+    let seen = std::fs::read_link(format!("/proc/{}/root", serve.pid())).unwrap();
+    assert_eq!(seen, root.canonicalize().unwrap());
+    // It still serves, both ways.
+    let mut c = Control::login(serve.addr, "alice", "pw-for-alice");
+    let (bytes, end) = c.retr("/hello.txt");
+    assert_eq!((bytes.as_slice(), end.code()), (&b"hello\n"[..], 226));
+    assert_eq!(c.store("STOR up/mine.txt", b"mine\n").code(), 226);
+    assert_eq!(std::fs::read(root.join("up/mine.txt")).unwrap(), b"mine\n");
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("LIST /").code(), 150);
+    let mut listed = String::new();
+    data.read_to_string(&mut listed).unwrap();
+    assert_eq!(c.reply().code(), 226);
+    assert!(listed.contains("hello.txt"), "{listed}");
+}

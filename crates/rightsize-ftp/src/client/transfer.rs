@@ -50,6 +50,11 @@ pub(crate) const CHUNK_BYTES: usize = 256 * 1024;
 /// The longest a download's read waits before progress is reported
 /// again (with nothing new while the data stalls).
 const STALL_TICK: Duration = Duration::from_millis(200);
+/// How long a client whose data connection broke waits for the server's
+/// reply, which says why (a `426` with the reason, a `452`). After an
+/// outage the reply may come one retransmission later than the data
+/// connection's reset: seconds.
+const REPLY_AFTER_BREAK: Duration = Duration::from_secs(10);
 /// What `--verify` says when the server has no checksum.
 pub const NO_SERVER_CHECKSUM: &str = "not verified: the server offers no checksum";
 
@@ -136,7 +141,10 @@ pub(crate) fn get_file(
                 data.passed(&[], &mut checksum, remaining, observer);
                 continue;
             }
-            Err(e) => return Err(data.io_error("read", e, options)),
+            Err(e) => {
+                let error = data.io_error("read", e, options);
+                return Err(data.broken(session, observer, error, options));
+            }
         };
         last_byte = Instant::now();
         let piece = &chunk[..n];
@@ -285,12 +293,16 @@ pub(crate) fn put_file(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(local_error("read")(e)),
         };
-        data.send(&chunk[..n], &mut checksum, remaining, observer, options)?;
+        if let Err(error) = data.send(&chunk[..n], &mut checksum, remaining, observer, options) {
+            return Err(data.broken(session, observer, error, options));
+        }
         if let Some(signal) = signals::caught() {
             return Err(ClientError::Interrupted { signal });
         }
     }
-    data.end_upload(options)?;
+    if let Err(error) = data.end_upload(options) {
+        return Err(data.broken(session, observer, error, options));
+    }
     let (bytes, elapsed) = (data.moved(), data.started.elapsed());
     let done = data.finish(session, observer)?;
     let checksum = finish_checksum(session, checksum, path, options.verify, observer)?;
@@ -778,6 +790,34 @@ impl DataConn {
         }
         drain(&mut self.stream);
         Ok(())
+    }
+
+    /// The error of a data connection that broke (`error`, a
+    /// [`ClientError::DataIo`]), or rather the server's reply that says
+    /// why, if one comes within [`REPLY_AFTER_BREAK`]: the `426` of a
+    /// server that ended the transfer, a full disk's `452`.
+    pub(crate) fn broken(
+        self,
+        session: &mut Session<ClientStream>,
+        observer: &mut dyn Observer,
+        error: ClientError,
+        options: &Options,
+    ) -> ClientError {
+        if !matches!(error, ClientError::DataIo { .. }) {
+            return error;
+        }
+        let control = session.control.stream().socket();
+        let _ = control.set_read_timeout(Some(REPLY_AFTER_BREAK.min(options.idle_timeout)));
+        let said = self.finish(session, observer);
+        let _ = session
+            .control
+            .stream()
+            .socket()
+            .set_read_timeout(Some(options.idle_timeout));
+        match said {
+            Err(reply @ ClientError::RemoteFile { .. }) => reply,
+            _ => error,
+        }
     }
 
     pub(crate) fn io_error(

@@ -768,6 +768,15 @@ fn receive(
                         .into(),
                 );
             }
+            // The read timeout is the idle timeout: nothing came for it.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return TransferOutcome::NetworkError(idle_timeout().to_string());
+            }
             Err(e) => return TransferOutcome::NetworkError(e.to_string()),
         };
         if let Some(target) = target.as_mut()
