@@ -27,6 +27,10 @@
 //! over one emulated path: aggregate goodput, fairness, both hosts' summed
 //! buffers, and a server buffer budget; see [`scale`].
 //!
+//! `rightsize-bench gate`: the performance gate of `./scripts/test`,
+//! `auto` against `kernel` on one emulated path with three peers, judged
+//! with loose bounds that catch a halving; see [`gate`].
+//!
 //! Run them with `scripts/bench` (builds release binaries first), as root.
 
 mod datasets;
@@ -34,6 +38,7 @@ mod emulated;
 mod flags;
 mod ftp;
 mod ftp_tls;
+mod gate;
 mod goals;
 mod peers;
 mod procs;
@@ -50,12 +55,13 @@ type Bench = (
     fn(&[String]) -> anyhow::Result<bool>,
 );
 
-const BENCHES: [Bench; 5] = [
+const BENCHES: [Bench; 6] = [
     ("ftp", ftp::USAGE, ftp::run),
     ("tuners", tuners::USAGE, tuners::run),
     ("peers", peers::USAGE, peers::run),
     ("datasets", datasets::USAGE, datasets::run),
     ("scale", scale::USAGE, scale::run),
+    ("gate", gate::USAGE, gate::run),
 ];
 
 /// Prints a usage text; a closed pipe (`| head`) is not an error.
