@@ -310,11 +310,13 @@ fn handles_stop_on_drop_and_free_their_port() {
     collect(&rx, |e| {
         e.iter().any(|e| matches!(e, ProbeEvent::UdpProbes(_)))
     });
+    // They stop at once, not at their next report a minute away (5 s
+    // leaves room for a busy host).
     let start = Instant::now();
     drop(prober);
     drop(responder);
     assert!(
-        start.elapsed() < Duration::from_secs(1),
+        start.elapsed() < Duration::from_secs(5),
         "{:?}",
         start.elapsed()
     );

@@ -163,7 +163,19 @@ fn the_monitor_applies_reads_back_and_records_a_tuners_actions() {
     assert_eq!(sndbuf.sndbuf_bytes, 2 * floor);
     let inbox = monitor.inbox().expect("an inbox while running");
     inbox.peer(Some(PeerInfo::default()), Some(Bytes(123_456)));
-    std::thread::sleep(Duration::from_millis(150));
+    // Until four samples and the peer's report were seen (200 ms on an
+    // idle host; a busy one may take longer, which is not wrong).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let enough = {
+            let seen = seen.lock().expect("lock");
+            seen.samples.len() >= 4 && !seen.peer_sizes.is_empty()
+        };
+        if enough || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let finished = monitor.finish().expect("finish");
 
     let seen = seen.lock().expect("lock");

@@ -189,7 +189,12 @@ fn tnftp_downloads_and_uploads() {
 
 #[test]
 fn globus_url_copy_downloads_and_uploads_with_sbuf() {
-    let f = Fixture::new(FILE_BYTES, 5);
+    let telemetry = tempfile::tempdir().unwrap();
+    let f = Fixture::with(
+        FILE_BYTES,
+        5,
+        &["--telemetry-dir", telemetry.path().to_str().unwrap()],
+    );
     let out_url = format!("file://{}", f.out().display());
     run(
         "globus-url-copy download",
@@ -199,6 +204,26 @@ fn globus_url_copy_downloads_and_uploads_with_sbuf() {
             .arg(&out_url),
     );
     f.assert_same(&f.out(), "globus-url-copy download");
+    // The server applied the SBUF that -tcp-bs sent to the data connection.
+    let files: Vec<String> = std::fs::read_dir(telemetry.path())
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "one data connection: {files:?}");
+    let lines: Vec<serde_json::Value> = files[0]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (header, last) = (&lines[0], lines.last().unwrap());
+    assert_eq!(header["settings"]["sbuf_bytes"], "4194304", "{header}");
+    assert_eq!(header["settings"]["sndbuf_bytes"], "4194304", "{header}");
+    assert_eq!(
+        header["settings"]["tune"], "none",
+        "SBUF fixes the size: {header}"
+    );
+    // The kernel holds twice the request, to the end.
+    assert_eq!(last["kind"], "final", "{last}");
+    assert_eq!(last["sndbuf_bytes"], 2 * 4_194_304, "{last}");
     run(
         "globus-url-copy upload",
         Command::new("globus-url-copy")

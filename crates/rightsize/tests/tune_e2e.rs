@@ -2,7 +2,10 @@
 //! RIGHTSIZE extension between them; then a scripted server that offers
 //! the extension and misbehaves: malformed and absurd notices, refusals
 //! and answers after the 226. The transfer must complete, intact, each
-//! time. (The tuners' behaviour on long paths is measured by
+//! time, and each tuner be seen at work in the client's telemetry: the
+//! fixed ones decide nothing while the data comes (`static:1MiB` holds
+//! 2 MiB in the kernel), the measuring ones decide from their samples.
+//! (The tuners' behaviour on long paths is measured by
 //! `rightsize-bench tuners` on emulated paths, not asserted here.)
 
 #![allow(clippy::unwrap_used)]
@@ -100,6 +103,27 @@ fn every_tuner_moves_a_file_through_serve_get_and_put() {
         assert!(header.contains(&format!("\"tune\":\"{name}\"")), "{header}");
         let last = lines.lines().last().unwrap_or_default();
         assert!(last.contains("\"kind\":\"final\""), "{last}");
+        // What the tuner decided while the data came (the client's
+        // decisions after the handshake's setup).
+        let decided = lines
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|d| d["kind"] == "decision" && d["event"] == "sample")
+            .count();
+        let peak = report["tuning"]["buffers"]["peak_rcvbuf_bytes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{spec}: no peak receive buffer: {report}"));
+        match name {
+            // Fixed sizes: nothing decided while the data came.
+            "stock" | "kernel" => assert_eq!(decided, 0, "{spec} decided: {lines}"),
+            "static" => {
+                assert_eq!(decided, 0, "{spec} decided: {lines}");
+                // The kernel holds twice the 1 MiB asked.
+                assert_eq!(peak, 2 << 20, "{spec}: {report}");
+            }
+            // The measuring tuners decided from what they measured.
+            _ => assert!(decided > 0, "{spec} decided nothing: {lines}"),
+        }
 
         let put = rightsize(&[
             "put",
