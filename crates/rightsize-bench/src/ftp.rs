@@ -87,14 +87,32 @@ fn rightsize_bin() -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
-/// The median: the middle value, or the mean of the two middle ones.
-pub(crate) fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+/// The median: the middle value, or the mean of the two middle ones; NaN
+/// for none.
+pub(crate) fn median(values: Vec<f64>) -> f64 {
+    crate::goals::median(&values).unwrap_or(f64::NAN)
+}
+
+/// `ours / reference` against its least, with whether it holds: never for a
+/// missing value or a zero reference (the ratio is then not finite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct AtLeast {
+    pub(crate) ratio: f64,
+    pub(crate) met: bool,
+}
+
+impl AtLeast {
+    pub(crate) fn judge(ours: f64, reference: f64, least: f64) -> AtLeast {
+        let ratio = ours / reference;
+        AtLeast {
+            ratio,
+            met: ratio.is_finite() && ratio >= least,
+        }
+    }
+
+    /// `met` or `NOT met`.
+    pub(crate) fn verdict(self) -> &'static str {
+        if self.met { "met" } else { "NOT met" }
     }
 }
 
@@ -164,13 +182,15 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
             gbps(ours_bps)
         );
     }
-    let ratio = median(ours.clone()) / median(theirs.clone());
-    ok &= ratio >= 0.95;
+    let (ours, theirs) = (median(ours), median(theirs));
+    let memory = AtLeast::judge(ours, theirs, 0.95);
+    ok &= memory.met;
     println!(
-        "memory to memory: rightsize get {} / iperf3 {} = {ratio:.3}x (target >= 0.95) {}",
-        gbps(median(ours)),
-        gbps(median(theirs)),
-        verdict(ratio >= 0.95)
+        "memory to memory: rightsize get {} / iperf3 {} = {:.3}x (target >= 0.95) {}",
+        gbps(ours),
+        gbps(theirs),
+        memory.ratio,
+        memory.verdict()
     );
 
     // 2. A file from page cache to /dev/null; wall time of each client.
@@ -202,17 +222,18 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
         t_globus.push(rate(g));
     }
     let (r, c, g) = (median(t_rs), median(t_curl), median(t_globus));
-    ok &= r / c >= 1.0 && r / g >= 1.0;
+    let (vs_curl, vs_globus) = (AtLeast::judge(r, c, 1.0), AtLeast::judge(r, g, 1.0));
+    ok &= vs_curl.met && vs_globus.met;
     println!(
         "file to /dev/null ({} bytes): rightsize {} / curl+vsftpd {} = {:.3}x {}; / globus {} = {:.3}x {} (targets >= 1.0)",
         o.file_bytes,
         gbps(r),
         gbps(c),
-        r / c,
-        verdict(r / c >= 1.0),
+        vs_curl.ratio,
+        vs_curl.verdict(),
         gbps(g),
-        r / g,
-        verdict(r / g >= 1.0)
+        vs_globus.ratio,
+        vs_globus.verdict()
     );
     drop(rs);
 
@@ -324,10 +345,6 @@ pub fn memory_to_memory(
         .as_f64()
         .context("rightsize get --json: no goodput_bps")?;
     Ok((iperf_bps, ours_bps))
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "PASS" } else { "MISS" }
 }
 
 /// Whether a socket listens on `port` in the server's namespace. Read
@@ -485,6 +502,20 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn a_ratio_holds_only_when_both_values_are_there() {
+        let fine = AtLeast::judge(96.0, 100.0, 0.95);
+        assert!(fine.met && (fine.ratio - 0.96).abs() < 1e-12);
+        assert_eq!(fine.verdict(), "met");
+        let short = AtLeast::judge(94.0, 100.0, 0.95);
+        assert_eq!((short.met, short.verdict()), (false, "NOT met"));
+        // A missing measurement (NaN median) or a zero reference never holds.
+        assert!(!AtLeast::judge(f64::NAN, 100.0, 0.95).met);
+        assert!(!AtLeast::judge(100.0, f64::NAN, 0.95).met);
+        assert!(!AtLeast::judge(100.0, 0.0, 0.95).met);
+        assert!(AtLeast::judge(1.0, 1.0, 1.0).met);
     }
 
     #[test]

@@ -181,18 +181,22 @@ pub fn run(rightsize: &Path, runs: usize, file_bytes: u64, smoke: bool) -> anyho
         p / 1e9,
         cpu(&clear)
     );
-    let (vs_curl, vs_clear) = (t / c, t / p);
-    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    let (vs_curl, vs_clear) = (
+        crate::ftp::AtLeast::judge(t, c, 1.0),
+        crate::ftp::AtLeast::judge(t, p, 0.5),
+    );
     println!(
-        "goals:\n  rightsize --tls / curl --ssl-reqd from vsftpd = {vs_curl:.3}x (target >= 1.0) {}\n  rightsize --tls / rightsize in clear = {vs_clear:.3}x (target >= 0.5) {}",
-        met(vs_curl >= 1.0),
-        met(vs_clear >= 0.5)
+        "goals:\n  rightsize --tls / curl --ssl-reqd from vsftpd = {:.3}x (target >= 1.0) {}\n  rightsize --tls / rightsize in clear = {:.3}x (target >= 0.5) {}",
+        vs_curl.ratio,
+        vs_curl.verdict(),
+        vs_clear.ratio,
+        vs_clear.verdict()
     );
     if smoke {
         println!("smoke run: everything ran; the ratios of so short a run are not judged");
         return Ok(true);
     }
-    Ok(vs_curl >= 1.0 && vs_clear >= 0.5)
+    Ok(vs_curl.met && vs_clear.met)
 }
 
 /// vsftpd with TLS required for anonymous logins and data, session reuse

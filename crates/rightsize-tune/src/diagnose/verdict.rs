@@ -39,12 +39,19 @@
 //!    but measured on emulated paths it did not tell the two apart: a
 //!    small window's delayed ACKs inflate the smoothed RTT as much as a
 //!    quarter-BDP queue does.)
-//! 5. otherwise **near the path's capacity**.
+//! 5. otherwise, with the whole test or its second half at
+//!    [`NEAR_CAPACITY`] of the capacity estimate or more, **near the
+//!    path's capacity**; below it **unknown**: nothing the
+//!    sender's `TCP_INFO` shows explains the shortfall (a short test, an
+//!    estimate above what the path carries, a limit outside TCP).
 //!
 //! Guarantees: a pure function of its inputs, with every number it used in
 //! the [`Verdict`]; missing numbers never panic and make the verdict say
 //! what it could not see ([`VerdictKind::Unknown`] if the sender's
-//! `TCP_INFO` is missing from both tests).
+//! `TCP_INFO` is missing from both tests); a verdict agrees with its
+//! numbers (near capacity only at [`NEAR_CAPACITY`] of the estimate or
+//! more, in the whole test or its second half; a window or buffer limit
+//! only below it in the whole test; a property test).
 
 use std::time::Duration;
 
@@ -172,7 +179,8 @@ pub enum VerdictKind {
     Application,
     /// Already near what the path carries.
     NearCapacity,
-    /// The sender's `TCP_INFO` was not seen.
+    /// The sender's `TCP_INFO` was not seen, or nothing in it explains a
+    /// goodput well below the capacity estimate.
     Unknown,
 }
 
@@ -658,6 +666,27 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
             "A queue of {} builds at the bottleneck under load (bufferbloat); bbr keeps it short.",
             ms(inflation_abs_us)
         ));
+    }
+    // Here the steady state counts: with no limit in sight, a second half
+    // at the path's rate is a path carried near its capacity.
+    if !(capacity > 0.0 && steady >= NEAR_CAPACITY * capacity) {
+        // Nothing TCP shows explains the shortfall: say so, not "near".
+        notes.push(format!(
+            "The capacity estimate is {}'s highest delivery rate or goodput; a short test (slow start), a burst measured faster than the path carries, or a limit outside TCP (CPU, disk, a policer) leaves goodput below it. Give the path's rate with --bandwidth, or a longer --time.",
+            if facts.path_rate.is_some() { "--bandwidth, not" } else { "either test" }
+        ));
+        return verdict(
+            VerdictKind::Unknown,
+            None,
+            None,
+            format!(
+                "{summary}; below {} of the estimate, yet no window, buffer, application or loss limit was seen",
+                pct(NEAR_CAPACITY)
+            ),
+            Vec::new(),
+            None,
+            notes,
+        );
     }
     verdict(
         VerdictKind::NearCapacity,

@@ -155,3 +155,41 @@ fn on_a_long_fat_path_drs_reaches_twice_the_bdp_and_beats_stock() {
         .collect();
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 0.999), "{times:?}");
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The buffer `drs` asks for after one interval of `bytes` at `rtt_ms`.
+    fn first_size(bytes: u64, rtt_ms: u64) -> Option<u64> {
+        let mut drs = tuner("drs", Role::Receiver, Peer::Other);
+        drs.on_event(&control_rtt(0, rtt_ms));
+        drs.on_event(&bare_sample(0, 0));
+        rcvbufs(&drs.on_event(&bare_sample(1000, bytes)))
+            .first()
+            .copied()
+    }
+
+    proptest! {
+        /// A longer RTT at the same goodput never asks for less, and no
+        /// size passes rmem_max.
+        #[test]
+        fn a_longer_rtt_never_asks_for_a_smaller_buffer(
+            bytes in 1u64..2_000_000_000,
+            rtt_ms in 1u64..1000,
+            longer_by in 1u64..1000,
+        ) {
+            let max = limits().rmem_max.get();
+            let short = first_size(bytes, rtt_ms);
+            let long = first_size(bytes, rtt_ms + longer_by);
+            for size in [short, long].into_iter().flatten() {
+                prop_assert!(size <= max, "{size} > rmem_max {max}");
+            }
+            // Asked at the shorter RTT: asked at the longer one too, no less.
+            if let Some(short) = short {
+                prop_assert!(long.is_some_and(|long| long >= short), "{short} then {long:?}");
+            }
+        }
+    }
+}

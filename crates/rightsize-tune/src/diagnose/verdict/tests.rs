@@ -432,3 +432,78 @@ fn the_second_half_is_reported_but_the_whole_test_is_judged() {
     assert_eq!(v.kind, VerdictKind::Congestion, "{v:#?}");
     assert_eq!(v.numbers.steady_goodput_bps, Some(43.2e6));
 }
+
+#[test]
+fn far_below_the_estimate_with_no_limit_seen_is_unknown_not_near_capacity() {
+    // 10 of 100 Mbit/s, busy all along, no window, buffer or loss limit.
+    let kernel = run(
+        "kernel",
+        10.0,
+        sender(5.0, 0.0, 0.0, 30_000_000, 0),
+        vec![RTT_US; 20],
+        100.0,
+    );
+    let v = diagnose(&facts(
+        kernel,
+        fine_auto(),
+        host(212_992, 212_992),
+        host(212_992, 212_992),
+    ));
+    assert_eq!(v.kind, VerdictKind::Unknown, "{v:#?}");
+    assert!(
+        v.summary.contains("10% of the estimated capacity"),
+        "{}",
+        v.summary
+    );
+    assert!(v.summary.contains("no window, buffer"), "{}", v.summary);
+    assert!(v.notes.iter().any(|n| n.contains("--bandwidth")), "{v:#?}");
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Whatever the numbers, a verdict comes (no panic), and it agrees
+        /// with them: "near the path's capacity" only at 90% of the
+        /// capacity estimate or more, a window or buffer limit only below.
+        #[test]
+        fn verdicts_agree_with_their_numbers(
+            goodput_mbit in 0.1f64..100.0,
+            peak_mbit in 0.1f64..200.0,
+            busy in prop_oneof![Just(1.0f64), 0.0f64..1.0],
+            rwnd in prop_oneof![Just(0.0f64), 0.0f64..1.0],
+            sndbuf in prop_oneof![Just(0.0f64), 0.0f64..1.0],
+            retrans in prop_oneof![Just(0u64), 0u64..3_000_000],
+            inflated in prop_oneof![Just(0u64), 0u64..40_000],
+            steady_mbit in prop_oneof![Just(None), (0.1f64..200.0).prop_map(Some)],
+        ) {
+            let s = sender(5.0 * busy, rwnd, sndbuf, 30_000_000, retrans);
+            let rtts = vec![RTT_US + inflated; 20];
+            let mut kernel = run("kernel", goodput_mbit, s, rtts, peak_mbit);
+            kernel.steady_goodput_bps = steady_mbit.map(|m| m * 1e6);
+            let f = facts(
+                kernel,
+                fine_auto(),
+                host(212_992, 212_992),
+                host(212_992, 212_992),
+            );
+            let v = diagnose(&f);
+            let n = &v.numbers;
+            let share = n.goodput_bps / n.capacity_bps;
+            let best = n.steady_goodput_bps.unwrap_or(0.0).max(n.goodput_bps) / n.capacity_bps;
+            match v.kind {
+                VerdictKind::NearCapacity => prop_assert!(
+                    best >= NEAR_CAPACITY,
+                    "near capacity at {share:.2} of it: {}", v.summary
+                ),
+                VerdictKind::ReceiveWindow | VerdictKind::SendBuffer => prop_assert!(
+                    share < NEAR_CAPACITY,
+                    "{:?} at {share:.2} of the capacity: {}", v.kind, v.summary
+                ),
+                _ => {}
+            }
+        }
+    }
+}
