@@ -5,13 +5,19 @@
 //! shape of the results, with margins wide enough for a 2-core machine:
 //! stock far below the others, auto's memory a fraction of the kernel's,
 //! the Windows note's tuned hosts far above its defaults. Every built-in
-//! scenario runs (`lab run all --quick`). About 4 minutes.
+//! scenario runs (`lab run all --quick`), then `rightsize demo --quick`
+//! itself: its table and report. About 5 minutes, one path at a time.
 
 mod binary;
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use binary::{rightsize, text};
+
+/// The tests that run paths take turns: two at once on two cores would
+/// fail the paths' fidelity checks.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn runs(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("runs.jsonl"))
@@ -41,6 +47,7 @@ fn mbps(runs: &[serde_json::Value], scenario: &str, tuner: &str, size: u64) -> f
 
 #[test]
 fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let out = dir.path().join("results");
     let output = rightsize()
@@ -156,6 +163,20 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
         }
     }
     assert!(out.join("report/summary.md").is_file());
+    // `lab report --screenshot`: the report made again from the directory,
+    // opened in headless Chromium, every plot checked as drawn.
+    let shot = rightsize()
+        .args(["lab", "report"])
+        .arg(&out)
+        .arg("--screenshot")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(shot.status.success(), "{}", text(&shot));
+    let said = String::from_utf8_lossy(&shot.stdout);
+    assert!(said.contains("screenshot: "), "{}", text(&shot));
+    let png = std::fs::metadata(out.join("report/screenshot.png"))
+        .unwrap_or_else(|e| panic!("report/screenshot.png: {e}: {}", text(&shot)));
+    assert!(png.len() > 10_000, "a screenshot of {} bytes", png.len());
 
     // A re-run skips what is recorded.
     let again = rightsize()
@@ -168,6 +189,46 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
         String::from_utf8_lossy(&again.stdout).contains("0 run(s) made, 5 already recorded"),
         "{}",
         text(&again)
+    );
+}
+
+#[test]
+fn the_demo_prints_its_table_and_makes_its_report() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.path().join("demo");
+    let output = rightsize()
+        .args(["demo", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("5 run(s) made"), "{stdout}");
+    // The table: a row per tuner, goodput in its second column.
+    let mbps = |tuner: &str| -> f64 {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(tuner))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {tuner} row with a rate in:\n{stdout}"))
+    };
+    for tuner in ["stock", "kernel", "drs", "sobas", "auto"] {
+        assert!(mbps(tuner) > 0.0, "{tuner}: {stdout}");
+    }
+    // stock's 64 KiB window allows about 5 Mbit/s at 100 ms; auto fills
+    // much more of the path.
+    assert!(mbps("auto") > 4.0 * mbps("stock"), "{stdout}");
+    for file in ["report/index.html", "report/summary.md", "runs.jsonl"] {
+        assert!(out.join(file).is_file(), "{file} missing: {stdout}");
+    }
+    assert!(
+        stdout.contains(&format!(
+            "report: {}",
+            out.join("report/index.html").display()
+        )),
+        "{stdout}"
     );
 }
 
