@@ -29,6 +29,7 @@ pub mod facts;
 pub mod line;
 pub mod markers;
 pub mod mode_e;
+pub mod netrc;
 pub mod notice;
 pub mod path;
 pub mod reply;

@@ -137,6 +137,8 @@ pub struct FtpUrl {
     path: Vec<u8>,
     /// The user as written (still percent-encoded), for display.
     raw_user: Option<String>,
+    /// Whether a password was given (`user:password@`).
+    password_given: bool,
     /// Everything from the `/` after the authority, as written.
     raw_path: String,
     /// `ftps://`: TLS from the first byte (implicit FTPS).
@@ -226,6 +228,37 @@ impl FtpUrl {
         }
     }
 
+    /// Whether the URL names a user (`ftp://user@host/`).
+    pub fn names_user(&self) -> bool {
+        self.raw_user.is_some()
+    }
+
+    /// Whether the URL carries a password (`ftp://user:password@host/`).
+    pub fn has_password(&self) -> bool {
+        self.password_given
+    }
+
+    /// The same URL logging in as `user` with `password` (from `-u`, a
+    /// `.netrc`, a prompt): shown as `ftp://user@host:port/path`, the
+    /// password never.
+    pub fn with_login(&self, user: &[u8], password: &[u8]) -> FtpUrl {
+        let mut raw_user = String::new();
+        for &b in user {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                raw_user.push(char::from(b));
+            } else {
+                raw_user.push_str(&format!("%{b:02X}"));
+            }
+        }
+        FtpUrl {
+            user: user.to_vec(),
+            password: password.to_vec(),
+            raw_user: Some(raw_user),
+            password_given: true,
+            ..self.clone()
+        }
+    }
+
     /// The path for messages (lossy UTF-8).
     pub fn path_display(&self) -> String {
         String::from_utf8_lossy(&self.path).into_owned()
@@ -265,6 +298,7 @@ fn parse(input: &str) -> Result<FtpUrl, UrlProblem> {
     };
     let (host, port) = split_host_port(hostport, default_port)?;
 
+    let password_given = userinfo.is_some_and(|info| info.contains(':'));
     let (raw_user, user, password) = match userinfo {
         None => (
             None,
@@ -301,6 +335,7 @@ fn parse(input: &str) -> Result<FtpUrl, UrlProblem> {
         password,
         path,
         raw_user,
+        password_given,
         raw_path: raw_path.to_owned(),
         implicit_tls,
     })

@@ -10,6 +10,7 @@ mod cross;
 mod doctor;
 mod exit;
 mod lab;
+mod login;
 mod passwd;
 mod path;
 mod ping;
@@ -36,10 +37,28 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Advise(args) => advise::run(&args),
         cli::Command::Serve(args) => serve::run(args),
-        cli::Command::Get(args) if args.recursive => tree::run(&args),
-        cli::Command::Get(args) => transfer::run_get(&args),
-        cli::Command::Put(args) if args.recursive => tree::run_put(&args),
-        cli::Command::Put(args) => transfer::run_put(&args),
+        cli::Command::Get(mut args) => match login::resolve(&args.url, &args.common.login) {
+            Ok(url) => {
+                args.url = url;
+                if args.recursive {
+                    tree::run(&args)
+                } else {
+                    transfer::run_get(&args)
+                }
+            }
+            Err(e) => Err(e),
+        },
+        cli::Command::Put(mut args) => match login::resolve(&args.url, &args.common.login) {
+            Ok(url) => {
+                args.url = url;
+                if args.recursive {
+                    tree::run_put(&args)
+                } else {
+                    transfer::run_put(&args)
+                }
+            }
+            Err(e) => Err(e),
+        },
         cli::Command::Passwd(args) => passwd::run(&args),
         cli::Command::Path(args) => path::run(args),
         cli::Command::Ping(args) => ping::run(&args),

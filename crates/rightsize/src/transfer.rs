@@ -207,6 +207,9 @@ pub struct TransferArgs {
 
     #[command(flatten)]
     pub tls: TlsArgs,
+
+    #[command(flatten)]
+    pub login: crate::login::LoginArgs,
 }
 
 /// FTPS flags of `get`, `put`, `ping`, `test` and `doctor`.

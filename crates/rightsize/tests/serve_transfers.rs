@@ -914,3 +914,137 @@ fn quiet_transfers_print_nothing_but_their_errors() {
     assert!(json.status.success());
     assert!(String::from_utf8_lossy(&json.stdout).contains("\"bytes\""));
 }
+
+#[test]
+fn logins_from_u_the_environment_a_password_file_and_a_netrc() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("up")).unwrap();
+    std::fs::write(root.join("a.bin"), random_bytes(50_000, 9)).unwrap();
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw for alice", false);
+    let serve = Serve::start(
+        &root,
+        &["--users", users.to_str().unwrap(), "--no-anonymous"],
+    );
+    let host = serve.addr.ip().to_string();
+    let out = dir.path().join("a.bin");
+    let rightsize = |args: &[&str], env: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"));
+        cmd.args(args)
+            .env_remove("RIGHTSIZE_PASSWORD")
+            .stdin(std::process::Stdio::null());
+        if let Some(password) = env {
+            cmd.env("RIGHTSIZE_PASSWORD", password);
+        }
+        cmd.output().unwrap()
+    };
+    let url = serve.url("/a.bin");
+    let get = |extra: &[&str], env: Option<&str>| {
+        let _ = std::fs::remove_file(&out);
+        rightsize(
+            &[
+                &["get", url.as_str(), "-o", out.to_str().unwrap(), "-q"],
+                extra,
+            ]
+            .concat(),
+            env,
+        )
+    };
+    let fetched = |what: &str, done: &std::process::Output| {
+        assert!(done.status.success(), "{what}: {done:?}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            random_bytes(50_000, 9),
+            "{what}"
+        );
+    };
+    // -u with the password in RIGHTSIZE_PASSWORD.
+    fetched(
+        "-u and the environment",
+        &get(&["-u", "alice"], Some("pw for alice")),
+    );
+    // -u USER:PASSWORD.
+    fetched(
+        "-u user:password",
+        &get(&["-u", "alice:pw for alice"], None),
+    );
+    // --password-file: its first line.
+    let file = dir.path().join("pw");
+    std::fs::write(&file, "pw for alice\nignored\n").unwrap();
+    fetched(
+        "--password-file",
+        &get(
+            &["-u", "alice", "--password-file", file.to_str().unwrap()],
+            None,
+        ),
+    );
+    // A .netrc names the user and the password.
+    let netrc = dir.path().join("netrc");
+    std::fs::write(
+        &netrc,
+        format!("machine {host}\n  login alice\n  password \"pw for alice\"\n"),
+    )
+    .unwrap();
+    fetched(
+        "--netrc-file",
+        &get(&["--netrc-file", netrc.to_str().unwrap()], None),
+    );
+    // An upload logs in the same way.
+    let up = rightsize(
+        &[
+            "put",
+            out.to_str().unwrap(),
+            &serve.url("/up/a.bin"),
+            "-u",
+            "alice",
+            "-q",
+        ],
+        Some("pw for alice"),
+    );
+    assert!(up.status.success(), "{up:?}");
+    assert_eq!(
+        std::fs::read(root.join("up/a.bin")).unwrap(),
+        random_bytes(50_000, 9)
+    );
+    // No password anywhere and no terminal to ask on: said, with where
+    // one may come from.
+    let none = get(&["-u", "alice"], None);
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(
+        said.contains("no password for alice") && said.contains("RIGHTSIZE_PASSWORD"),
+        "{said}"
+    );
+    // A wrong one is the server's refusal.
+    let wrong = get(&["-u", "alice"], Some("nope"));
+    assert_eq!(wrong.status.code(), Some(1), "{wrong:?}");
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("530"),
+        "{wrong:?}"
+    );
+    // A file that is not a .netrc is refused, quoting it.
+    std::fs::write(&netrc, "machine h\nlogn alice\n").unwrap();
+    let bad = get(&["--netrc-file", netrc.to_str().unwrap()], None);
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && said.contains("line 2") && said.contains("\"logn\""),
+        "{said}"
+    );
+    // A user in the URL and in -u: refused.
+    let twice = rightsize(
+        &[
+            "get",
+            &url.replace("ftp://", "ftp://alice@"),
+            "-u",
+            "alice",
+            "-o",
+            "/dev/null",
+        ],
+        None,
+    );
+    assert!(
+        String::from_utf8_lossy(&twice.stderr).contains("give the user once"),
+        "{twice:?}"
+    );
+}

@@ -282,3 +282,18 @@ fn ftps_is_implicit_tls_on_port_990() {
     assert!(!w.implicit_tls());
     assert_eq!(w.port(), DEFAULT_FTP_PORT);
 }
+
+#[test]
+fn a_login_from_elsewhere_replaces_the_urls_and_shows_no_password() {
+    let url = FtpUrl::parse("ftp://host:2121/pub/a.bin").unwrap();
+    assert!(!url.names_user() && !url.has_password());
+    let named = FtpUrl::parse("ftp://bob@host/").unwrap();
+    assert!(named.names_user() && !named.has_password());
+    assert!(FtpUrl::parse("ftp://bob:@host/").unwrap().has_password());
+    let login = url.with_login(b"al ice", b"s3cret");
+    assert_eq!(login.user(), b"al ice");
+    assert_eq!(login.password(), b"s3cret");
+    assert!(login.names_user() && login.has_password());
+    assert_eq!(login.to_string(), "ftp://al%20ice@host:2121/pub/a.bin");
+    assert_eq!(login.path(), url.path());
+}
