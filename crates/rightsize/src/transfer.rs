@@ -65,7 +65,8 @@ pub struct GetArgs {
 /// `rightsize put`.
 #[derive(Debug, Args)]
 pub struct PutArgs {
-    /// The local file to upload (with -r, the directory).
+    /// The local file to upload (with -r, the directory); - reads standard input (not with -r,
+    /// -C or -P; the URL then names the remote file).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
@@ -442,6 +443,25 @@ impl TransferArgs {
     }
 }
 
+/// Why `put -` cannot do what `args` ask, if it cannot: standard input is
+/// read once, in order.
+pub(crate) fn stdin_refusal(args: &PutArgs) -> Option<&'static str> {
+    if args.file.as_os_str() != client::STDIN {
+        return None;
+    }
+    if args.recursive {
+        Some("-r takes a directory")
+    } else if args.common.resume {
+        Some("-C cannot resume it (it cannot be read again); upload it whole")
+    } else if args.common.parallel.is_some() {
+        Some("-P reads the file's blocks at their offsets; give a file")
+    } else if args.url.file_name().is_none() {
+        Some("the URL must name the remote file (it has no name to give it)")
+    } else {
+        None
+    }
+}
+
 pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
     let output = match args.output.as_deref() {
         Some(p) if p.as_os_str() == "-" => Output::Stdout,
@@ -540,6 +560,10 @@ fn say_kept(
 }
 
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    if let Some(why) = stdin_refusal(args) {
+        eprintln!("error: put - (standard input): {why}");
+        return Ok(crate::exit::usage());
+    }
     if args.common.parallel == Some(client::AUTO_STREAMS) {
         eprintln!(
             "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"

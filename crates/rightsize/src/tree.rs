@@ -46,6 +46,10 @@ pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
 
 /// `rightsize put -r DIR URL`.
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
+    if let Some(why) = crate::transfer::stdin_refusal(args) {
+        eprintln!("error: put - (standard input): {why}");
+        return Ok(crate::exit::usage());
+    }
     if args.common.parallel == Some(client::AUTO_STREAMS) {
         eprintln!(
             "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"

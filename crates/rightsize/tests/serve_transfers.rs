@@ -1048,3 +1048,41 @@ fn logins_from_u_the_environment_a_password_file_and_a_netrc() {
         "{twice:?}"
     );
 }
+
+#[test]
+fn put_dash_uploads_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("up")).unwrap();
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw", false);
+    let serve = Serve::start(&root, &["--users", users.to_str().unwrap()]);
+    let content = random_bytes(3_000_000, 12);
+    let put = |url: &str, extra: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args([&["put", "-", url, "-u", "alice:pw", "-q"], extra].concat())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A pipe: its size is known only at its end.
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(&content);
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let done = put(&serve.url("/up/piped.bin"), &["--verify"]);
+    assert!(done.status.success(), "{done:?}");
+    assert!(std::fs::read(root.join("up/piped.bin")).unwrap() == content);
+    // What standard input cannot do is refused before any connection.
+    for (url, extra, why) in [
+        ("/up/", &[][..], "must name the remote file"),
+        ("/up/x", &["-C"][..], "cannot resume"),
+        ("/up/x", &["-P", "4"][..], "-P reads"),
+    ] {
+        let refused = put(&serve.url(url), extra);
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(said.contains(why), "{extra:?}: {said}");
+    }
+}

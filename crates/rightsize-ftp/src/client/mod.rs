@@ -68,7 +68,7 @@ pub use local::{PART_SUFFIX, kept_bytes, part_path, ranges_path};
 pub use ping::{PingOptions, PingProbe, PingReport, ping};
 pub use rightsize_sys::telemetry::TunerSummary;
 pub use secure::{TlsMode, TlsOptions, TlsReport};
-pub use transfer::{NO_SERVER_CHECKSUM, local_target};
+pub use transfer::{NO_SERVER_CHECKSUM, STDIN, local_target};
 pub use tree::{FileFailure, TreeObserver, TreeProgress, TreeReport, get_tree, put_tree};
 
 /// Downloads `url` to `output`: over one data connection, or with

@@ -235,7 +235,12 @@ pub(crate) fn put(
 ) -> Result<Report, ClientError> {
     let path = remote_path(url, local);
     // Opened before connecting: a missing file fails fast.
-    let upload = open_upload(local)?;
+    let upload = if local == Path::new(STDIN) {
+        open_stdin()?
+    } else {
+        let (file, size) = open_upload(local)?;
+        (file, Some(size))
+    };
     let mut session = Session::open(url, options, observer)?;
     if options.tune.is_some() {
         session.rightsize_on(observer)?;
@@ -246,13 +251,13 @@ pub(crate) fn put(
     Ok(report)
 }
 
-/// Uploads `upload` (the open file at `local` and its size) to `path` over
+/// Uploads `upload` (the open file at `local` and its size, if known) to `path` over
 /// a session already open, and leaves the session open for the next file.
 /// The report's `url` is left for the caller to fill in.
 pub(crate) fn put_file(
     session: &mut Session<ClientStream>,
     local: &Path,
-    (mut file, size): (File, u64),
+    (mut file, size): (File, Option<u64>),
     path: &[u8],
     options: &Options,
     observer: &mut dyn Observer,
@@ -264,7 +269,7 @@ pub(crate) fn put_file(
             source,
         }
     };
-    let expected_bytes = Some(size);
+    let expected_bytes = size;
     let sbuf = match options.sbuf_bytes {
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
@@ -320,6 +325,24 @@ pub(crate) fn put_file(
         expected_bytes,
         ..done.report()
     })
+}
+
+/// The local name of standard input for `put`: `put - URL`.
+pub const STDIN: &str = "-";
+
+/// Standard input to upload, and its size when it is a regular file (a
+/// pipe's is known only at its end).
+fn open_stdin() -> Result<(File, Option<u64>), ClientError> {
+    let local_error = |op| {
+        move |source| ClientError::Local {
+            op,
+            path: PathBuf::from("standard input"),
+            source,
+        }
+    };
+    let file = File::open("/dev/stdin").map_err(local_error("open"))?;
+    let metadata = file.metadata().map_err(local_error("stat"))?;
+    Ok((file, metadata.is_file().then_some(metadata.len())))
 }
 
 /// The file to upload and its size; a directory is refused.

@@ -293,8 +293,10 @@ fn send_file(
             resume: false,
             ..options.clone()
         };
+        let upload = (upload.0, Some(upload.1));
         return put_file(session, &job.local, upload, &job.remote, &whole, forward).map(Some);
     }
+    let upload = (upload.0, Some(upload.1));
     put_file(session, &job.local, upload, &job.remote, options, forward).map(Some)
 }
 
