@@ -13,6 +13,39 @@ use rightsize_tune::units::{self, BitRate, Bytes};
 
 pub use crate::transfer::{GetArgs, PutArgs};
 
+/// Writes the completion script for `shell` to standard output.
+pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<std::process::ExitCode> {
+    use clap::CommandFactory as _;
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "rightsize", &mut std::io::stdout());
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes the manual page (roff) to standard output: the top command's
+/// page, then one section per subcommand.
+pub fn man() -> anyhow::Result<std::process::ExitCode> {
+    use anyhow::Context as _;
+    use clap::CommandFactory as _;
+    let mut command = Cli::command();
+    // Every subcommand gets the version and the help flags, as --help shows.
+    command.build();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command.clone())
+        .render(&mut out)
+        .context("rendering the manual page")?;
+    for sub in command.get_subcommands() {
+        let name = format!("rightsize-{}", sub.get_name());
+        clap_mangen::Man::new(sub.clone().display_name(name))
+            .render(&mut out)
+            .context("rendering the manual page")?;
+    }
+    use std::io::Write as _;
+    std::io::stdout()
+        .write_all(&out)
+        .context("writing the manual page")?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Size TCP buffers for long fat networks: compute, advise, measure.
 #[derive(Debug, Parser)]
 #[command(name = "rightsize", version, about, long_about = None, propagate_version = true)]
@@ -57,6 +90,34 @@ pub enum Command {
     /// The main job: five buffer policies on a built-in long fat path, a table and a report.
     #[command(long_about = crate::lab::DEMO_ABOUT)]
     Demo(crate::lab::DemoArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
+    #[command(long_about = COMPLETIONS_ABOUT)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), for man(1).
+    #[command(long_about = MAN_ABOUT)]
+    Man,
+}
+
+const COMPLETIONS_ABOUT: &str = "\
+Print a completion script for a shell on standard output: its commands, flags and values.
+
+  rightsize completions bash > /etc/bash_completion.d/rightsize
+  rightsize completions zsh > \"${fpath[1]}/_rightsize\"
+  rightsize completions fish > ~/.config/fish/completions/rightsize.fish";
+
+const MAN_ABOUT: &str = "\
+Print rightsize's manual page in roff on standard output: every command and flag, as --help \
+says them.
+
+  rightsize man | man -l -
+  rightsize man > /usr/local/share/man/man1/rightsize.1";
+
+/// `rightsize completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 const GET_ABOUT: &str = "\

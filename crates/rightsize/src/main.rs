@@ -66,6 +66,8 @@ fn main() -> ExitCode {
         cli::Command::Doctor(args) => doctor::run(&args),
         cli::Command::Lab(args) => lab::run(args),
         cli::Command::Demo(args) => lab::demo(args),
+        cli::Command::Completions(args) => cli::completions(args.shell),
+        cli::Command::Man => cli::man(),
     };
     match result {
         Ok(code) => code,
@@ -85,7 +87,11 @@ fn main() -> ExitCode {
 fn prints_only(command: &cli::Command) -> bool {
     use crate::path::PathCommand;
     match command {
-        cli::Command::Advise(_) | cli::Command::Lab(_) | cli::Command::Demo(_) => true,
+        cli::Command::Advise(_)
+        | cli::Command::Lab(_)
+        | cli::Command::Demo(_)
+        | cli::Command::Completions(_)
+        | cli::Command::Man => true,
         cli::Command::Path(p) => matches!(p.command, PathCommand::Show(_) | PathCommand::List),
         _ => false,
     }
@@ -115,11 +121,20 @@ fn usage_error(err: clap::Error) -> ExitCode {
                 eprintln!("error: {url_error}");
                 return crate::exit::usage();
             }
+            // One line: the error and what is accepted (clap's
+            // "[possible values: ...]" line), not the "For more
+            // information" line after them.
             let rendered = err.render().to_string();
-            eprintln!(
-                "{}",
-                rendered.lines().next().unwrap_or("error: invalid value")
-            );
+            let said: Vec<&str> = rendered
+                .lines()
+                .take_while(|l| !l.is_empty())
+                .map(|l| l.trim().trim_start_matches('[').trim_end_matches(']'))
+                .collect();
+            if said.is_empty() {
+                eprintln!("error: invalid value");
+            } else {
+                eprintln!("{}", said.join("; "));
+            }
             crate::exit::usage()
         }
         _ => {

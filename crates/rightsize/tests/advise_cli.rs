@@ -195,6 +195,11 @@ fn bad_input_is_one_line_exit_2_quoting_the_input() {
             &["--bandwidth", "10G", "--rtt", "50ms", "--os", "plan9"],
             "'plan9'",
         ),
+        // What is accepted, on the same line.
+        (
+            &["--bandwidth", "10G", "--rtt", "50ms", "--os", "plan9"],
+            "possible values: all, linux",
+        ),
     ];
     for (args, quoted) in cases {
         let mut full = vec!["advise"];
