@@ -71,6 +71,11 @@ pub struct TestArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
+    /// The tuner of both ends: auto, kernel, stock, static:SIZE, drs, sobas, freebsd (the
+    /// server's through SITE RIGHTSIZE TUNE, if it offers it).
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    pub tune: TunerSpec,
+
     /// Print a line every interval: seconds (1, 0.5) or a duration (500ms).
     #[arg(short = 'i', long, value_name = "SECONDS", value_parser = parse_interval)]
     pub interval: Option<Duration>,
@@ -122,11 +127,6 @@ pub struct RunArgs {
     /// Limit for each reply, and for the data connection to move nothing.
     #[arg(long, value_name = "DURATION", default_value_t = Limit(DEFAULT_REPLY_TIMEOUT))]
     pub timeout: Limit,
-
-    /// The tuner of both ends: auto, kernel, stock, static:SIZE, drs, sobas, freebsd (the
-    /// server's through SITE RIGHTSIZE TUNE, if it offers it).
-    #[arg(long, value_name = "NAME", default_value = "auto")]
-    pub tune: TunerSpec,
 
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -426,7 +426,7 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
     let test = run_one(
         &args.server,
         &args.run,
-        (args.run.tune, args.parallel.unwrap_or(1)),
+        (args.tune, args.parallel.unwrap_or(1)),
         limit,
         watch,
         &|| signals.caught().is_some(),

@@ -63,3 +63,17 @@ fn the_manual_page_has_every_command_and_its_flags() {
         assert!(page.contains(flag), "no {flag} in the manual page");
     }
 }
+
+#[test]
+fn doctor_takes_no_tuner_since_it_runs_kernel_then_auto() {
+    let output = rightsize()
+        .args(["doctor", "127.0.0.1:1", "--tune", "stock"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("'--tune'"),
+        "{}",
+        text(&output)
+    );
+}
