@@ -157,9 +157,11 @@ codes: 0 success, 1 transfer failed, 2 bad arguments.";
 
 const ADVISE_ABOUT: &str = "\
 The bandwidth-delay product (BDP) of a path and the exact host settings that let one TCP \
-connection fill it, for Linux, FreeBSD, macOS, Windows (Vista and later) and Windows 2000/XP.
+connection fill it, for this host's system by default, or for Linux, FreeBSD, macOS, Windows \
+(Vista and later) and Windows 2000/XP (--os all, or by name).
 
   rightsize advise --bandwidth 10G --rtt 50ms
+  rightsize advise --bandwidth 10G --rtt 50ms --os all        # every system
   rightsize advise --bandwidth 200M --rtt 300ms --check     # what on this host caps a stream
   rightsize advise --buffer 64KiB --rtt 100ms               # what a buffer allows
   rightsize advise --bandwidth 1G --rtt 80ms --os linux --json
@@ -224,8 +226,9 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MSS, value_parser = clap::value_parser!(u64).range(64..=65_495))]
     pub mss: u64,
 
-    /// Which operating systems to advise for (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    /// Which operating systems to advise for (comma-separated): host (this one's), all, or each
+    /// by name.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "host")]
     pub os: Vec<OsChoice>,
 
     /// Also read this host's settings and say which one caps a stream on this path, and the fix.
@@ -237,9 +240,22 @@ pub struct AdviseArgs {
     pub json: bool,
 }
 
+/// The system this binary runs on, for `advise --os host`.
+const HOST_OS: Os = if cfg!(target_os = "freebsd") {
+    Os::Freebsd
+} else if cfg!(target_os = "macos") {
+    Os::Macos
+} else if cfg!(target_os = "windows") {
+    Os::Windows
+} else {
+    Os::Linux
+};
+
 /// `--os` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OsChoice {
+    /// The system rightsize runs on.
+    Host,
     All,
     Linux,
     Freebsd,
@@ -258,6 +274,7 @@ impl AdviseArgs {
             .into_iter()
             .filter(|os| {
                 self.os.iter().any(|choice| match choice {
+                    OsChoice::Host => *os == HOST_OS,
                     OsChoice::All => true,
                     OsChoice::Linux => *os == Os::Linux,
                     OsChoice::Freebsd => *os == Os::Freebsd,

@@ -16,7 +16,23 @@ fn stdout(output: &Output) -> String {
 
 #[test]
 fn ten_gigabit_fifty_ms_prints_the_bdp_and_every_os() {
+    // This host's system by default: Linux, where rightsize runs.
     let output = rightsize(&["advise", "--bandwidth", "10G", "--rtt", "50ms"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(
+        text.contains("== Linux ==") && !text.contains("== FreeBSD =="),
+        "{text}"
+    );
+    let output = rightsize(&[
+        "advise",
+        "--bandwidth",
+        "10G",
+        "--rtt",
+        "50ms",
+        "--os",
+        "all",
+    ]);
     assert!(output.status.success());
     let text = stdout(&output);
     assert!(text.contains("62,500,000 bytes"), "{text}");
@@ -43,6 +59,8 @@ fn json_carries_the_same_numbers() {
         "--rtt",
         "0.05s",
         "--json",
+        "--os",
+        "all",
     ]);
     assert!(output.status.success());
     let json: serde_json::Value =
@@ -198,7 +216,7 @@ fn bad_input_is_one_line_exit_2_quoting_the_input() {
         // What is accepted, on the same line.
         (
             &["--bandwidth", "10G", "--rtt", "50ms", "--os", "plan9"],
-            "possible values: all, linux",
+            "possible values: host, all, linux",
         ),
     ];
     for (args, quoted) in cases {
