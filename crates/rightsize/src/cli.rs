@@ -60,7 +60,7 @@ pub enum Command {
     #[command(long_about = ADVISE_ABOUT)]
     Advise(AdviseArgs),
     /// An FTP server whose data connections rightsize sizes and observes.
-    #[command(long_about = crate::serve::SERVE_ABOUT)]
+    #[command(long_about = crate::serve::SERVE_ABOUT, args_override_self = true)]
     Serve(crate::serve::ServeArgs),
     /// Download one file over FTP with the data socket's buffers set and read back.
     #[command(long_about = GET_ABOUT)]

@@ -6,6 +6,7 @@
 
 mod advise;
 mod cli;
+mod config;
 mod cross;
 mod doctor;
 mod exit;
@@ -27,7 +28,16 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    // `serve --config FILE`: the file's settings as flags, before the
+    // command line's.
+    let argv = match config::expand(std::env::args_os().collect(), serve_flags) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::exit::usage();
+        }
+    };
+    let cli = match cli::Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
     };
@@ -76,6 +86,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `serve`'s flags, for `--config`.
+fn serve_flags() -> Vec<config::Flag> {
+    use clap::CommandFactory as _;
+    let command = cli::Cli::command();
+    let Some(serve) = command.find_subcommand("serve") else {
+        return Vec::new();
+    };
+    serve
+        .get_arguments()
+        .filter_map(|a| {
+            Some(config::Flag {
+                long: a.get_long()?.to_owned(),
+                takes_value: a.get_action().takes_values(),
+            })
+        })
+        .collect()
 }
 
 /// Commands that only compute, print and start other processes: piped

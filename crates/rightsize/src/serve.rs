@@ -36,6 +36,11 @@ Benchmark files need no disk: RETR /.rightsize/zero/SIZE sends SIZE zero bytes (
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Read settings from a TOML file: one key per flag, named as the flag without its dashes
+    /// (root = "/srv/ftp", max-sessions = 500, no-anonymous = true); flags on the command line win
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// The directory to serve; no path, `..` or symbolic link leads outside it.
     #[arg(long, value_name = "DIR")]
     pub root: PathBuf,

@@ -792,3 +792,45 @@ fn serve_chroot_makes_the_served_root_the_process_root() {
     assert_eq!(c.reply().code(), 226);
     assert!(listed.contains("hello.txt"), "{listed}");
 }
+
+#[test]
+fn serve_config_sets_every_flag_and_the_command_line_wins() {
+    let root = root_with_files();
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw-for-alice", false);
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "# the server's settings\nroot = \"/nonexistent\"\nusers = {:?}\nno-anonymous = true\nmax_sessions = 10\nlogin-timeout = \"30s\"\n",
+            users.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // Serve::start adds --root ROOT on the command line: it wins over the
+    // file's.
+    let serve = Serve::start(root.path(), &["--config", config.to_str().unwrap()]);
+    // From the file: no anonymous login, the users file.
+    let mut c = Control::connect(serve.addr);
+    assert_eq!(c.cmd("USER anonymous").code(), 331);
+    assert_eq!(c.cmd("PASS x@").code(), 530);
+    let mut c = Control::login(serve.addr, "alice", "pw-for-alice");
+    let (bytes, end) = c.retr("/pub/hello.txt");
+    assert_eq!((bytes.as_slice(), end.code()), (&b"hello\n"[..], 226));
+    // A setting serve does not have: exit 2, quoting it and the file.
+    std::fs::write(&config, "max-sesions = 10\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("unknown setting \"max-sesions\"")
+            && said.contains("max-sessions")
+            && said.contains("serve.toml"),
+        "{said}"
+    );
+}
