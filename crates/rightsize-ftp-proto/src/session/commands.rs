@@ -489,6 +489,8 @@ fn retrieve(
                 text,
             )
         }
+        Err(FsError::NotFound) => reply(550, "No such file or directory."),
+        Ok(meta) if meta.kind == EntryKind::Dir => reply(550, "Is a directory."),
         _ => reply(550, "Failed to open file."),
     }
 }

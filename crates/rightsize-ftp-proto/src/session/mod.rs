@@ -335,6 +335,9 @@ impl Session {
             TransferOutcome::OpenFailed(FsError::IsADirectory) => {
                 Reply::trusted(550, "Is a directory.".into())
             }
+            TransferOutcome::OpenFailed(FsError::NotFound) => {
+                Reply::trusted(550, "No such file or directory.".into())
+            }
             TransferOutcome::OpenFailed(_) => Reply::trusted(550, "Failed to open file.".into()),
             TransferOutcome::DataConnectFailed(_) => {
                 Reply::trusted(425, "Failed to establish connection.".into())

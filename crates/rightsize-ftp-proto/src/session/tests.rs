@@ -769,3 +769,21 @@ fn checksums_of_what_is_not_a_file_or_cannot_be_read_get_550() {
     );
     assert_eq!(text(&out), "550 Could not compute the checksum.\r\n");
 }
+
+#[test]
+fn a_retrieve_of_what_is_not_there_or_not_a_file_says_which() {
+    let mut c = Client::logged_in("alice", "secret");
+    assert_eq!(
+        text(&c.send("RETR /nope")),
+        "550 No such file or directory.\r\n"
+    );
+    assert_eq!(text(&c.send("RETR /pub")), "550 Is a directory.\r\n");
+    assert_eq!(
+        text(&c.session.transfer_done(
+            TransferOutcome::OpenFailed(FsError::NotFound),
+            &mut c.host,
+            NOW
+        )),
+        "550 No such file or directory.\r\n"
+    );
+}

@@ -30,16 +30,20 @@ pub enum ClientError {
         server: String,
     },
     /// The control connection could not be opened (refused, timed out,
-    /// unreachable).
-    #[error("connect to FTP server {server}{}", resolved(server, addr))]
+    /// unreachable): said plainly for the common causes, with the socket
+    /// layer's words (the call that failed) for the others.
+    #[error(
+        "connect to FTP server {server}{}: {}",
+        resolved(server, addr),
+        why_not(addr, cause)
+    )]
     Connect {
         /// `host:port` from the URL.
         server: String,
         /// The address tried last.
         addr: SocketAddr,
         /// What the socket layer said (boxed: it is large).
-        #[source]
-        source: Box<SocketError>,
+        cause: Box<SocketError>,
     },
     /// Reading or writing the control connection failed.
     #[error("{op} on the control connection to {server}")]
@@ -348,6 +352,34 @@ pub enum ClientError {
 }
 
 /// ` (addr)` when the host name resolved to something else than it says.
+/// Why a connect failed, as a user says it: `connection refused by ADDR`
+/// rather than the call and descriptor.
+fn why_not(addr: &SocketAddr, cause: &SocketError) -> String {
+    let io = match cause {
+        SocketError::Os { source, .. } => Some(source),
+        _ => None,
+    };
+    match io.map(std::io::Error::kind) {
+        Some(io::ErrorKind::ConnectionRefused) => {
+            format!("connection refused by {addr} (nothing listens on that port)")
+        }
+        Some(io::ErrorKind::TimedOut) => format!("no answer from {addr} (timed out)"),
+        Some(io::ErrorKind::HostUnreachable) => format!("host {} unreachable", addr.ip()),
+        Some(io::ErrorKind::NetworkUnreachable) => {
+            format!("network unreachable for {}", addr.ip())
+        }
+        _ => {
+            let mut text = cause.to_string();
+            let mut next = std::error::Error::source(cause);
+            while let Some(e) = next {
+                text.push_str(&format!(": {e}"));
+                next = e.source();
+            }
+            text
+        }
+    }
+}
+
 fn resolved(server: &str, addr: &SocketAddr) -> String {
     if server == addr.to_string() {
         String::new()

@@ -96,7 +96,7 @@ pub(crate) fn connect(
         Some((addr, source)) => Err(ClientError::Connect {
             server,
             addr,
-            source: Box::new(source),
+            cause: Box::new(source),
         }),
         None => Err(ClientError::NoAddress { server }),
     }
