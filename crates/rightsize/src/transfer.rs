@@ -503,7 +503,7 @@ pub fn run_get(args: &GetArgs) -> anyhow::Result<ExitCode> {
     let result = client::get(&args.url, &output, &options, &mut console);
     drop(signals);
     let failed = result.as_ref().err().map(stopped_code);
-    let outcome = finish(console, result, &args.common);
+    let outcome = finish(console, result, &args.common, (&args.url, Direction::Get));
     let (Err(error), Some(code)) = (&outcome, failed) else {
         return outcome;
     };
@@ -587,7 +587,10 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
     let result = client::put(&args.file, &args.url, &options, &mut console);
     drop(signals);
     let failed = result.as_ref().err().map(stopped_code);
-    match (finish(console, result, &args.common), failed) {
+    match (
+        finish(console, result, &args.common, (&args.url, Direction::Put)),
+        failed,
+    ) {
         (Err(error), Some(code)) => {
             eprintln!("rightsize: {error:#}");
             Ok(code)
@@ -600,9 +603,22 @@ fn finish(
     mut console: Console,
     result: Result<Report, client::ClientError>,
     args: &TransferArgs,
+    (url, direction): (&FtpUrl, Direction),
 ) -> anyhow::Result<ExitCode> {
     console.clear_bar();
-    let report = result?;
+    let report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            // --json: the error as JSON on standard output too (iperf3's
+            // habit), so that a program reading it always gets an object.
+            if args.json {
+                let json = crate::transfer_output::error_json(&error, url, direction);
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json)?);
+            }
+            return Err(error.into());
+        }
+    };
     console.final_interval(&report);
     if args.json {
         let json = serde_json::to_string_pretty(&summary_json(&report))?;

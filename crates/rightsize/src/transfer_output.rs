@@ -427,11 +427,38 @@ fn tls_json(tls: Option<&TlsReport>) -> Value {
 }
 
 /// The `--json` summary (docs/telemetry.md, "get --json and put --json").
+/// `--json` when the transfer failed: the same header fields as the
+/// summary, and an `error` object: `kind` (one word, see
+/// `ClientError::kind`) and `message` (what is printed on standard error).
+pub fn error_json(
+    error: &rightsize_ftp::client::ClientError,
+    url: &rightsize_ftp_proto::url::FtpUrl,
+    direction: Direction,
+) -> Value {
+    let mut message = error.to_string();
+    let mut next = std::error::Error::source(error);
+    while let Some(e) = next {
+        message.push_str(&format!(": {e}"));
+        next = e.source();
+    }
+    json!({
+        "rightsize_version": env!("CARGO_PKG_VERSION"),
+        "argv": argv_without_passwords(),
+        "url": url.to_string(),
+        "direction": direction,
+        "error": {
+            "kind": error.kind(),
+            "message": message,
+        },
+    })
+}
+
 pub fn summary_json(report: &Report) -> Value {
     let info = report.tcp_info.as_ref();
     json!({
         "rightsize_version": env!("CARGO_PKG_VERSION"),
         "argv": argv_without_passwords(),
+        "error": null,
         "url": report.url,
         "direction": report.direction,
         "local_path": report.local_path,

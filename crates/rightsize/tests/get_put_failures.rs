@@ -639,3 +639,20 @@ fn blocks_that_break_mode_e_fail_clearly_and_keep_what_arrived_with_its_ranges()
         }
     }
 }
+
+#[test]
+fn json_says_a_failure_as_an_error_object() {
+    let port = closed_port();
+    let (out, target) = out_dir_with_old_file();
+    let (output, _) = get_from(port, &target, &["--json"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("--json printed no JSON on failure: {e}: {output:?}"));
+    assert_eq!(json["error"]["kind"], "connect", "{json}");
+    let message = json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("connection refused"), "{json}");
+    // Standard error says the same.
+    assert!(one_error_line(&output).ends_with(message), "{output:?}");
+    assert_eq!(json["direction"], "get", "{json}");
+    assert_untouched(out.path(), &target);
+}

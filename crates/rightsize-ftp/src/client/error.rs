@@ -351,7 +351,47 @@ pub enum ClientError {
     Telemetry(#[from] rightsize_sys::telemetry::TelemetryError),
 }
 
-/// ` (addr)` when the host name resolved to something else than it says.
+impl ClientError {
+    /// What failed, in one stable word for programs (`--json`'s
+    /// `error.kind`): `connect`, `control`, `login`, `server` (a refusal
+    /// in the server's reply), `data`, `local`, `short`, `checksum`,
+    /// `interrupted`, `tls`, `tree`, `telemetry`.
+    pub fn kind(&self) -> &'static str {
+        use ClientError as E;
+        match self {
+            E::Resolve { .. } | E::NoAddress { .. } | E::Connect { .. } => "connect",
+            E::ControlIo { .. }
+            | E::ReplyTimeout { .. }
+            | E::Closed { .. }
+            | E::BadReply { .. }
+            | E::Unexpected { .. } => "control",
+            E::LoginRefused { .. } => "login",
+            E::Refused { .. }
+            | E::RemoteFile { .. }
+            | E::NoRestart { .. }
+            | E::NoParallel { .. } => "server",
+            E::DataConnect { .. }
+            | E::AcceptTimeout { .. }
+            | E::DataIo { .. }
+            | E::DataTimeout { .. }
+            | E::Parallel { .. }
+            | E::Streams { .. } => "data",
+            E::Local { .. } | E::Argument { .. } | E::NoFileName { .. } | E::NoBenchmark { .. } => {
+                "local"
+            }
+            E::ShortTransfer { .. } => "short",
+            E::ChecksumMismatch { .. } => "checksum",
+            E::Interrupted { .. } => "interrupted",
+            E::NoTls { .. }
+            | E::TlsSetup { .. }
+            | E::TlsHandshake { .. }
+            | E::ImplicitWithoutTls { .. } => "tls",
+            E::Tree { .. } => "tree",
+            E::TelemetryStart(_) | E::Telemetry(_) => "telemetry",
+        }
+    }
+}
+
 /// Why a connect failed, as a user says it: `connection refused by ADDR`
 /// rather than the call and descriptor.
 fn why_not(addr: &SocketAddr, cause: &SocketError) -> String {
@@ -380,6 +420,7 @@ fn why_not(addr: &SocketAddr, cause: &SocketError) -> String {
     }
 }
 
+/// ` (addr)` when the host name resolved to something else than it says.
 fn resolved(server: &str, addr: &SocketAddr) -> String {
     if server == addr.to_string() {
         String::new()
