@@ -236,7 +236,7 @@ impl TestWatch {
             let mut out = String::new();
             if !self.header_printed {
                 self.header_printed = true;
-                out.push_str("[ Interval      ]     Transfer        Bitrate  Retr      Cwnd       RTT   Buffers here (rcv/snd)   Server (rtt, retr)\n");
+                out.push_str(INTERVAL_HEADER);
             }
             out.push_str(&interval_text(&line));
             print!("{out}");
@@ -253,18 +253,25 @@ fn ms_us(us: u64) -> String {
     format!("{:.1} ms", us as f64 / 1000.0)
 }
 
+/// The interval lines' header: get's and put's columns (iperf3's), then
+/// test's own.
+const INTERVAL_HEADER: &str = "[ Interval       ]      Transfer          Bitrate  Retr          Cwnd        RTT      Buffers here (rcv/snd)  Server (rtt, retr)\n";
+
+/// One interval, in get's and put's units (iperf3's: `MBytes`,
+/// `Gbits/sec`), under [`INTERVAL_HEADER`].
 fn interval_text(l: &IntervalLine) -> String {
+    use crate::transfer_output::{iperf_bytes, iperf_rate};
     format!(
-        "[{:6.2}-{:<6.2} s] {:>12} {:>14} {:>5} {:>9} {:>9}   {:>22}   {}\n",
+        "[{:6.2}-{:<6} s]  {:>12}  {:>15}  {:>4}  {:>12}  {:>9}  {:>26}  {}\n",
         l.start_s,
-        l.end_s,
-        Bytes(l.bytes).human_iec(),
-        human_rate(l.goodput_bps),
+        format!("{:.2}", l.end_s),
+        iperf_bytes(l.bytes),
+        iperf_rate(l.goodput_bps),
         opt(l.retrans_segs, |r| r.to_string()),
-        opt(l.cwnd_bytes, |c| Bytes(c).human_iec()),
+        opt(l.cwnd_bytes, iperf_bytes),
         opt(l.rtt_us, ms_us),
         match (l.client_rcvbuf_bytes, l.client_sndbuf_bytes) {
-            (Some(r), Some(s)) => format!("{}/{}", Bytes(r).human_iec(), Bytes(s).human_iec()),
+            (Some(r), Some(s)) => format!("{}/{}", iperf_bytes(r), iperf_bytes(s)),
             _ => "n/a".to_owned(),
         },
         match (l.server_rtt_us, l.server_retrans_segs) {

@@ -199,7 +199,7 @@ fn rtt_text(info: &TcpInfoSample, direction: Direction) -> String {
 }
 
 /// iperf3's transfer column: binary prefixes, three significant digits.
-fn iperf_bytes(bytes: u64) -> String {
+pub(crate) fn iperf_bytes(bytes: u64) -> String {
     scaled(
         bytes as f64,
         1024.0,
@@ -208,7 +208,7 @@ fn iperf_bytes(bytes: u64) -> String {
 }
 
 /// iperf3's bitrate column: decimal prefixes, three significant digits.
-fn iperf_rate(bps: f64) -> String {
+pub(crate) fn iperf_rate(bps: f64) -> String {
     scaled(
         bps,
         1000.0,

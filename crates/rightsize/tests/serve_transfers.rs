@@ -1086,3 +1086,43 @@ fn put_dash_uploads_standard_input() {
         assert!(said.contains(why), "{extra:?}: {said}");
     }
 }
+
+#[test]
+fn test_and_get_print_interval_lines_in_the_same_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        // get prints its lines on standard error, test on standard output.
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let addr = serve.addr.to_string();
+    let test = run(&["test", &addr, "-t", "0.6", "-i", "0.2"]);
+    let get = run(&[
+        "get",
+        &serve.url("/.rightsize/zero/300M"),
+        "-o",
+        "/dev/null",
+        "-i",
+        "0.05",
+    ]);
+    // The header first, with the same first columns.
+    let columns = "[ Interval       ]      Transfer          Bitrate  Retr";
+    for (what, text) in [("test", &test), ("get", &get)] {
+        let first = text.lines().next().unwrap_or_default();
+        assert!(first.starts_with(columns), "{what}: {text}");
+        let line = text.lines().nth(1).unwrap_or_default();
+        assert!(
+            line.starts_with("[  0.00-") && line.contains("Bytes ") && line.contains("bits/sec"),
+            "{what}: {text}"
+        );
+    }
+}
