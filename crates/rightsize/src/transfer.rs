@@ -132,7 +132,7 @@ pub struct TransferArgs {
     pub parallel: Option<u32>,
 
     /// Compare a checksum of the bytes moved with the server's (CKSM: SHA256, else MD5, else
-    /// ADLER32). A mismatch fails and keeps the download from its name; a server without CKSM is
+    /// ADLER32). A mismatch fails (a download then does not appear under its name); a server without CKSM is
     /// reported as "not verified".
     #[arg(long)]
     pub verify: bool,
@@ -621,7 +621,9 @@ fn finish(
     };
     console.final_interval(&report);
     if args.json {
-        let json = serde_json::to_string_pretty(&summary_json(&report))?;
+        let mut summary = summary_json(&report);
+        summary["intervals"] = serde_json::Value::from(console.intervals().to_vec());
+        let json = serde_json::to_string_pretty(&summary)?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{json}").context("write the JSON summary to standard output")?;
     } else if !args.quiet {

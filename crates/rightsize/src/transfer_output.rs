@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 /// How often the progress bar is redrawn.
 const BAR_REDRAW: Duration = Duration::from_millis(200);
 
+/// The interval of `--json`'s `intervals` without `-i` (iperf3's).
+const JSON_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The terminal side of a transfer: an [`Observer`] that prints.
 #[derive(Debug)]
 pub struct Console {
@@ -31,6 +34,11 @@ pub struct Console {
     last_bytes: u64,
     last_retrans: u32,
     header_printed: bool,
+    /// Whether interval lines are printed (`-i`); with `--json` they are
+    /// recorded either way.
+    print_intervals: bool,
+    /// `--json`'s `intervals`.
+    intervals: Vec<Value>,
 }
 
 impl Console {
@@ -49,14 +57,25 @@ impl Console {
             human_to_stderr: data_on_stdout || json,
             bar: interval.is_none() && std::io::stderr().is_terminal(),
             bar_drawn_at: None,
-            interval,
+            interval: interval.or(json.then_some(JSON_INTERVAL)),
             direction,
-            next_line_at: interval.unwrap_or(Duration::MAX),
+            next_line_at: interval
+                .or(json.then_some(JSON_INTERVAL))
+                .unwrap_or(Duration::MAX),
             last_at: Duration::ZERO,
             last_bytes: 0,
             last_retrans: 0,
             header_printed: false,
+            print_intervals: interval.is_some(),
+            intervals: Vec::new(),
         }
+    }
+
+    /// The intervals recorded, for `--json`: `start_s`, `end_s`, `bytes`,
+    /// `bits_per_second`, `retransmits` and `rtt_us` (each `null` when not
+    /// known).
+    pub fn intervals(&self) -> &[Value] {
+        &self.intervals
     }
 
     /// With `quiet`, no progress bar (warnings still print).
@@ -92,7 +111,9 @@ impl Console {
             return;
         }
         let line = self.interval_line(report.elapsed, report.bytes, report.tcp_info.as_ref());
-        self.say(&line);
+        if self.print_intervals {
+            self.say(&line);
+        }
     }
 
     fn interval_line(&mut self, now: Duration, bytes: u64, info: Option<&TcpInfoSample>) -> String {
@@ -114,6 +135,17 @@ impl Console {
             |r| r.saturating_sub(self.last_retrans).to_string(),
         );
         let rtt = info.map_or_else(|| "-".to_owned(), |i| rtt_text(i, self.direction));
+        self.intervals.push(json!({
+            "start_s": self.last_at.as_secs_f64(),
+            "end_s": now.as_secs_f64(),
+            "bytes": moved,
+            "bits_per_second": rate,
+            "retransmits": retrans.map(|r| r.saturating_sub(self.last_retrans)),
+            "rtt_us": info.map(|i| match self.direction {
+                Direction::Get if i.rcv_rtt_us > 0 => i.rcv_rtt_us,
+                _ => i.rtt_us,
+            }),
+        }));
         let _ = writeln!(
             out,
             "[{:6.2}-{:<6} s]  {:>12}  {:>15}  {retr:>4}  {rtt}",
@@ -164,7 +196,9 @@ impl Observer for Console {
             if progress.elapsed >= self.next_line_at {
                 let info = progress.tcp_info().ok();
                 let line = self.interval_line(progress.elapsed, progress.bytes, info.as_ref());
-                self.say(&line);
+                if self.print_intervals {
+                    self.say(&line);
+                }
                 let step = self.interval.unwrap_or(Duration::MAX);
                 while self.next_line_at <= progress.elapsed {
                     self.next_line_at = self.next_line_at.saturating_add(step);

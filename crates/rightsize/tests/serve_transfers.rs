@@ -1126,3 +1126,40 @@ fn test_and_get_print_interval_lines_in_the_same_format() {
         );
     }
 }
+
+#[test]
+fn json_carries_the_intervals_that_add_up_to_the_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    for extra in [&["-i", "0.05"][..], &[][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args([
+                "get",
+                &serve.url("/.rightsize/zero/300M"),
+                "-o",
+                "/dev/null",
+                "--json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(json["error"].is_null(), "{json}");
+        let intervals = json["intervals"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{json}"));
+        assert!(!intervals.is_empty(), "{extra:?}: {json}");
+        let sum: u64 = intervals.iter().map(|i| i["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(sum, json["bytes"].as_u64().unwrap(), "{extra:?}: {json}");
+        let ends: Vec<f64> = intervals
+            .iter()
+            .map(|i| i["end_s"].as_f64().unwrap())
+            .collect();
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+        assert!(
+            intervals.iter().all(|i| i["bits_per_second"].is_f64()),
+            "{json}"
+        );
+    }
+}
