@@ -186,6 +186,43 @@ pub struct ServeArgs {
     /// No log lines on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// The log on stderr: text (a line per event: time, what happened, then the client, user
+    /// and transfer as key=value) or json (one object per line: timestamp, level, message and
+    /// those fields).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// `serve --log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// RFC 3339 UTC to the millisecond, the log's times.
+struct LogTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for LogTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{}", server::log_time(std::time::SystemTime::now()))
+    }
+}
+
+/// Writes the server's log events to stderr in `format` (none with -q).
+fn start_log(format: LogFormat, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let log = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_timer(LogTime)
+        .with_target(false);
+    let _ = match format {
+        LogFormat::Text => log.with_level(false).try_init(),
+        LogFormat::Json => log.json().flatten_event(true).try_init(),
+    };
 }
 
 /// The server's FTPS setting from the flags; `None` offers no TLS.
@@ -297,6 +334,7 @@ fn parse_port_range(input: &str) -> Result<(u16, u16), String> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    start_log(args.log_format, args.quiet);
     let run_as = match &args.user {
         Some(name) => Some(rightsize_sys::privileges::lookup(name).context("--user")?),
         None => None,

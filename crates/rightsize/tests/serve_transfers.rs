@@ -1163,3 +1163,94 @@ fn json_carries_the_intervals_that_add_up_to_the_transfer() {
         );
     }
 }
+
+#[test]
+fn the_server_log_has_times_clients_users_and_outcomes_as_text_or_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.bin"), random_bytes(10_000, 4)).unwrap();
+    let users = dir.path().join("users");
+    add_user(&users, "alice", "pw", false);
+    for format in ["text", "json"] {
+        let log = dir.path().join(format!("serve-{format}.log"));
+        let serve = Serve::start_logged(
+            &root,
+            &["--users", users.to_str().unwrap(), "--log-format", format],
+            &log,
+        );
+        let mut c = Control::login(serve.addr, "alice", "pw");
+        let (bytes, end) = c.retr("/a.bin");
+        assert_eq!((bytes.len(), end.code()), (10_000, 226));
+        let mut bad = Control::connect(serve.addr);
+        assert_eq!(bad.cmd("USER alice").code(), 331);
+        assert_eq!(bad.cmd("PASS wrong").code(), 530);
+        drop((c, bad));
+        std::thread::sleep(Duration::from_millis(200));
+        drop(serve);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("rightsize serve:"))
+            .collect();
+        assert!(lines.len() >= 4, "{text}");
+        if format == "text" {
+            // RFC 3339 UTC first, then what happened, then the fields.
+            for line in &lines {
+                let time = line.split(' ').next().unwrap_or_default();
+                assert!(
+                    time.len() == 24 && time.ends_with('Z') && time.contains('T'),
+                    "{line}"
+                );
+                assert!(line.contains(" client=127.0.0.1:"), "{line}");
+            }
+            assert!(
+                text.contains("\"alice\" logged in") && text.contains("user=\"alice\""),
+                "{text}"
+            );
+            assert!(text.contains("failed login for \"alice\""), "{text}");
+            assert!(
+                text.contains("RETR /a.bin from 0: complete, 10000 bytes"),
+                "{text}"
+            );
+        } else {
+            let events: Vec<serde_json::Value> = lines
+                .iter()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect();
+            assert!(
+                events
+                    .iter()
+                    .all(|e| e["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')))
+            );
+            let find = |event: &str| {
+                events
+                    .iter()
+                    .find(|e| e["event"] == event)
+                    .unwrap_or_else(|| panic!("no {event} in {text}"))
+            };
+            assert_eq!(find("login")["user"], "alice");
+            let failed = find("failed-login");
+            assert_eq!(
+                (failed["user"].as_str(), failed["level"].as_str()),
+                (Some("alice"), Some("WARN"))
+            );
+            let transfer = events
+                .iter()
+                .find(|e| e["transfer"] == 1)
+                .unwrap_or_else(|| panic!("no transfer in {text}"));
+            assert!(
+                transfer["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("complete, 10000 bytes")
+            );
+            assert!(
+                transfer["client"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("127.0.0.1:")
+            );
+        }
+    }
+}

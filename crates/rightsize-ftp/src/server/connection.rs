@@ -121,7 +121,7 @@ enum Cached {
 /// place under the session caps, given back when this returns.
 pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, slot: Slot) {
     if let Err(e) = setup_control(&control, shared.config.login_timeout) {
-        shared.log(&format!("{peer}: control socket setup failed: {e}"));
+        shared.log_client(peer, &format!("control socket setup failed: {e}"));
         return;
     }
     let local_ip = match control.local_addr() {
@@ -131,7 +131,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
     let (events, inbox) = mpsc::sync_channel(EVENT_QUEUE);
     // No descriptor or thread for the session: the client hears why.
     let refuse = |why: String| {
-        shared.log(&format!("{peer}: refused: {why}"));
+        shared.log_client(peer, &format!("refused: {why}"));
         let _ = (&control).write_all(super::NO_ROOM_REPLY);
     };
     let reader = match control.try_clone() {
@@ -166,7 +166,7 @@ pub(super) fn serve(control: TcpStream, peer: SocketAddr, shared: Arc<Shared>, s
         cached: Cached::None,
         slot,
     };
-    conn.shared.log(&format!("{peer}: connected"));
+    conn.shared.log_client(peer, "connected");
     // Implicit FTPS: the greeting waits in TLS for the handshake.
     let implicit = conn.shared.config.tls.as_ref().is_some_and(|t| t.implicit);
     if implicit && !conn.start_tls() {
@@ -245,7 +245,7 @@ impl Conn {
                 Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => false,
                 Err(RecvTimeoutError::Timeout) => {
                     let out = self.session.timed_out();
-                    self.shared.log(&format!("{}: timed out", self.peer));
+                    self.shared.log_client(self.peer, "timed out");
                     self.act(out)
                 }
             };
@@ -268,7 +268,7 @@ impl Conn {
                     &plain[..]
                 }
                 Err(e) => {
-                    self.shared.log(&format!("{}: {e}", self.peer));
+                    self.shared.log_client(self.peer, &format!("{e}"));
                     return false;
                 }
             },
@@ -302,12 +302,12 @@ impl Conn {
                         let _ = self.control.set_write_timeout(Some(idle));
                     }
                     if let (true, Some(user)) = (login, user) {
-                        let tls = if self.tls.is_some() { " over TLS" } else { "" };
-                        self.shared.log(&if self.session.logged_in() {
-                            format!("{}: {user:?} logged in{tls}", self.peer)
-                        } else {
-                            format!("{}: failed login for {user:?}{tls}", self.peer)
-                        });
+                        self.shared.log_login(
+                            self.peer,
+                            &user,
+                            self.session.logged_in(),
+                            self.tls.is_some(),
+                        );
                     }
                     out
                 }
@@ -345,7 +345,7 @@ impl Conn {
                 true
             }
             Err(e) => {
-                self.shared.log(&format!("{}: TLS: {e}", self.peer));
+                self.shared.log_client(self.peer, &format!("TLS: {e}"));
                 false
             }
         }
@@ -490,12 +490,14 @@ impl Conn {
         if let Some(budget) = budget
             && !tuning::wait_for_room(budget, ROOM_WAIT)
         {
-            self.shared.log(&format!(
-                "{}: the buffer budget's other connections had not made room within {} ms; \
-                 going on",
+            self.shared.log_client(
                 self.peer,
-                ROOM_WAIT.as_millis()
-            ));
+                &format!(
+                    "the buffer budget's other connections had not made room within {} ms; \
+                 going on",
+                    ROOM_WAIT.as_millis()
+                ),
+            );
         }
         if !self.send(&plan.start_reply.encode()) {
             return Err(TransferOutcome::NetworkError(
@@ -584,7 +586,7 @@ impl Conn {
                     if let (Some(inbox), Some(inputs), Some(to)) = (&inbox, inputs, probe_to) {
                         match tuning::start_prober(inputs, to, inbox) {
                             Ok(p) => prober = p,
-                            Err(e) => probe_log.log(&format!("{client}: no probes: {e}")),
+                            Err(e) => probe_log.log_client(client, &format!("no probes: {e}")),
                         }
                     }
                     slot(inbox);
@@ -688,7 +690,7 @@ impl Conn {
             }
             Err(e) => self
                 .shared
-                .log(&format!("{}: no UDP probe responder: {e}", self.peer)),
+                .log_client(self.peer, &format!("no UDP probe responder: {e}")),
         }
     }
 
@@ -833,7 +835,7 @@ impl Conn {
         }
         if let ChecksumOutcome::Failed(e) = &outcome {
             self.shared
-                .log(&format!("{}: checksum failed: {e}", self.peer));
+                .log_client(self.peer, &format!("checksum failed: {e}"));
         }
         let out = self
             .session
@@ -894,7 +896,7 @@ impl Conn {
             running.abort.abort();
             let _ = running.thread.join();
         }
-        self.shared.log(&format!("{}: closed", self.peer));
+        self.shared.log_client(self.peer, "closed");
     }
 }
 

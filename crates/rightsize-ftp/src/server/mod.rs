@@ -266,7 +266,7 @@ struct Shared {
 }
 
 /// `at` as RFC 3339 UTC to the millisecond: `2026-11-27T14:30:01.123Z`.
-fn log_time(at: SystemTime) -> String {
+pub fn log_time(at: SystemTime) -> String {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let t = UtcTime::from_unix(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
     format!(
@@ -314,13 +314,40 @@ impl Shared {
 
     /// A line of the server's log on stderr: UTC time to the
     /// millisecond, then `line` (nothing with `--quiet`).
+    /// A line of the server's log about the server as a whole, as a
+    /// `tracing` event (the binary chooses where and how it is written).
     fn log(&self, line: &str) {
         if !self.config.quiet {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "{} rightsize serve: {line}",
-                log_time(SystemTime::now())
-            );
+            tracing::info!("{line}");
+        }
+    }
+
+    /// A line about one client's session: its address as a field.
+    fn log_client(&self, client: SocketAddr, line: &str) {
+        if !self.config.quiet {
+            tracing::info!(client = %client, "{line}");
+        }
+    }
+
+    /// A transfer's end: the client and the session's transfer number as
+    /// fields.
+    fn log_transfer(&self, client: SocketAddr, transfer: u64, line: &str) {
+        if !self.config.quiet {
+            tracing::info!(client = %client, transfer, "{line}");
+        }
+    }
+
+    /// A login, or a failed one: the client, the user as given, and the
+    /// outcome as fields.
+    fn log_login(&self, client: SocketAddr, user: &str, ok: bool, tls: bool) {
+        if self.config.quiet {
+            return;
+        }
+        let over = if tls { " over TLS" } else { "" };
+        if ok {
+            tracing::info!(client = %client, user, event = "login", tls, "{user:?} logged in{over}");
+        } else {
+            tracing::warn!(client = %client, user, event = "failed-login", tls, "failed login for {user:?}{over}");
         }
     }
 
@@ -494,7 +521,7 @@ impl Server {
         match self.listener.accept() {
             Ok((mut stream, peer)) => {
                 self.shared
-                    .log(&format!("{peer}: refused: no file descriptor left ({e})"));
+                    .log_client(peer, &format!("refused: no file descriptor left ({e})"));
                 let _ = stream.write_all(NO_ROOM_REPLY);
             }
             Err(_) => thread::sleep(Duration::from_millis(50)),
@@ -509,9 +536,10 @@ impl Server {
             Ok(closer) => {
                 let shared = Arc::clone(&self.shared);
                 Box::new(move || {
-                    shared.log(&format!(
-                        "{peer}: closed to make room: the server is full and it had not logged in"
-                    ));
+                    shared.log_client(
+                        peer,
+                        "closed to make room: the server is full and it had not logged in",
+                    );
                     let _ = closer.shutdown(Shutdown::Both);
                 })
             }
@@ -521,7 +549,7 @@ impl Server {
             Ok(slot) => slot,
             Err(refused) => {
                 self.shared
-                    .log(&format!("{peer}: refused: {}", refused.reply_text()));
+                    .log_client(peer, &format!("refused: {}", refused.reply_text()));
                 let _ = stream.write_all(format!("421 {}\r\n", refused.reply_text()).as_bytes());
                 return;
             }
@@ -533,7 +561,7 @@ impl Server {
             .spawn(move || connection::serve(stream, peer, shared, slot));
         if let Err(e) = spawned {
             self.shared
-                .log(&format!("{peer}: no thread for the session: {e}"));
+                .log_client(peer, &format!("no thread for the session: {e}"));
         }
     }
 }

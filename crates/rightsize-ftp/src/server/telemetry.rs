@@ -99,14 +99,16 @@ impl TransferLog {
         let out = match self.telemetry_out(socket, tune) {
             Ok(out) => out,
             Err(e) => {
-                self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                self.shared
+                    .log_client(self.peer, &format!("telemetry: {e}"));
                 None
             }
         };
         match Monitor::start(socket, Arc::clone(&progress.bytes), out, tuning) {
             Ok(monitor) => Some(monitor),
             Err(e) => {
-                self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                self.shared
+                    .log_client(self.peer, &format!("telemetry: {e}"));
                 None
             }
         }
@@ -170,12 +172,14 @@ impl TransferLog {
         let finished = match monitor.map(Monitor::finish) {
             Some(Ok(finished)) => {
                 if let Some(e) = &finished.telemetry_error {
-                    self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                    self.shared
+                        .log_client(self.peer, &format!("telemetry: {e}"));
                 }
                 Some(finished)
             }
             Some(Err(e)) => {
-                self.shared.log(&format!("{}: telemetry: {e}", self.peer));
+                self.shared
+                    .log_client(self.peer, &format!("telemetry: {e}"));
                 None
             }
             None => None,
@@ -225,10 +229,14 @@ impl TransferLog {
                 u.held, u.limit, u.connections
             )
         });
-        self.shared.log(&format!(
-            "{} #{}: {}: {} in {secs:.3} s{applied}{strangers}{tuned}{budget}",
-            self.peer, self.number, self.what, report.outcome
-        ));
+        self.shared.log_transfer(
+            self.peer,
+            self.number,
+            &format!(
+                "{}: {} in {secs:.3} s{applied}{strangers}{tuned}{budget}",
+                self.what, report.outcome
+            ),
+        );
         finished
     }
 }
