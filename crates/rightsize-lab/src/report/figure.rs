@@ -395,13 +395,28 @@ pub fn figure(
             } else {
                 "one run per tuner"
             };
+            // Goodput against what the path carries.
+            let refs = match plot {
+                Plot::GoodputOverTime => runs
+                    .iter()
+                    .find_map(|r| r.record.ceiling_bps)
+                    .map(|bps| RefLine {
+                        label: format!("path ceiling {:.0} Mbit/s", bps / MEGA),
+                        y: bps / MEGA,
+                        color: series.len(),
+                        published: false,
+                    })
+                    .into_iter()
+                    .collect(),
+                _ => Vec::new(),
+            };
             XyFigure {
                 title: title(&format!("{what}{size_note}, {which}")),
                 x_label: "time since the telemetry began (s)".into(),
                 x_log2_bytes: false,
                 y_label: y_label.into(),
                 series,
-                refs: Vec::new(),
+                refs,
             }
             .into()
         }

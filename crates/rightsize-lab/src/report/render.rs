@@ -103,6 +103,28 @@ fn y_top(values: impl Iterator<Item = f64>) -> f64 {
     if top > 0.0 { top * 1.3 } else { 1.0 }
 }
 
+/// The share of a trace's points the y axis of a time series must show:
+/// the rest (a receiver's catch-up burst after a stall, measured over a
+/// few milliseconds) is drawn at the top and marked, not given the axis.
+const TRACE_SHOWN: f64 = 0.99;
+
+/// The top of a time series' y axis: its reference lines and the
+/// [`TRACE_SHOWN`] quantile of its points, with room for the legend.
+fn trace_top(fig: &XyFigure) -> f64 {
+    let mut values: Vec<f64> = fig
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.y))
+        .filter(|v| v.is_finite())
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let quantile = values
+        .get(((values.len() as f64 - 1.0) * TRACE_SHOWN).round().max(0.0) as usize)
+        .copied()
+        .unwrap_or(0.0);
+    y_top(std::iter::once(quantile).chain(fig.refs.iter().map(|r| r.y)))
+}
+
 /// A linear axis' tick value without float noise: plotters steps ticks
 /// by adding floats, and `{x}` printed 0.15000000000000002 and a
 /// 0.39999999999999997 too wide for the plot (its end was cut off).
@@ -148,12 +170,17 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
     } else {
         padded(0f64.min(x_lo), x_hi, 0.0)
     };
-    let y_hi = y_top(
-        fig.series
-            .iter()
-            .flat_map(|s| s.points.iter().map(hi))
-            .chain(fig.refs.iter().map(|r| r.y)),
-    );
+    let traces = !fig.series.is_empty() && fig.series.iter().all(|s| s.kind == SeriesKind::Trace);
+    let y_hi = if traces {
+        trace_top(fig)
+    } else {
+        y_top(
+            fig.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(hi))
+                .chain(fig.refs.iter().map(|r| r.y)),
+        )
+    };
     let no_data = fig.series.iter().all(|s| s.points.is_empty()) && fig.refs.is_empty();
     let mut chart = framed(root, &fig.title, no_data).build_cartesian_2d(x_lo..x_hi, 0.0..y_hi)?;
     let log2 = fig.x_log2_bytes;
@@ -198,7 +225,18 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
                 chart.draw_series(LineSeries::new(s.points.iter().map(xy), c.stroke_width(2)))?
             }
             SeriesKind::Trace => {
-                chart.draw_series(LineSeries::new(s.points.iter().map(xy), c.stroke_width(1)))?
+                // Points above the axis: at its top, each marked.
+                let clamped = |p: &Point| (p.x, p.y.min(y_hi));
+                chart.draw_series(
+                    s.points
+                        .iter()
+                        .filter(|p| p.y > y_hi)
+                        .map(|p| TriangleMarker::new(clamped(p), 5, c.filled())),
+                )?;
+                chart.draw_series(LineSeries::new(
+                    s.points.iter().map(clamped),
+                    c.stroke_width(1),
+                ))?
             }
             SeriesKind::Published => chart.draw_series(
                 s.points
@@ -220,6 +258,19 @@ fn draw_xy<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &XyFigure) ->
         }
     }
     draw_refs(&mut chart, &fig.refs, x_lo, x_hi)?;
+    let clipped = traces
+        && fig
+            .series
+            .iter()
+            .any(|s| s.points.iter().any(|p| p.y > y_hi));
+    if clipped {
+        chart
+            .draw_series(std::iter::empty::<TriangleMarker<(f64, f64), i32>>())?
+            .label("above the axis (a catch-up burst)")
+            .legend(|(x, y)| {
+                EmptyElement::at((x + 10, y)) + TriangleMarker::new((0, 0), 5, BLACK.filled())
+            });
+    }
     if !no_data {
         chart
             .configure_series_labels()
@@ -486,5 +537,42 @@ mod tests {
             assert!(svg.contains("ceiling") && svg.contains("paper: 42"));
         }
         assert!(dash(true).0 > dash(false).0);
+    }
+
+    #[test]
+    fn a_time_series_axis_shows_the_ceiling_not_a_burst_and_marks_the_burst() {
+        font();
+        // 300 samples near 180 Mbit/s and one catch-up burst of 1000.
+        let mut points: Vec<Point> = (0..300)
+            .map(|i| Point {
+                x: f64::from(i) * 0.1,
+                y: 180.0,
+                half_ci: None,
+            })
+            .collect();
+        points[150].y = 1000.0;
+        let fig = XyFigure {
+            title: "goodput over time".into(),
+            x_label: "time (s)".into(),
+            x_log2_bytes: false,
+            y_label: "goodput per interval (Mbit/s)".into(),
+            series: vec![Series {
+                label: Some("auto".into()),
+                color: 0,
+                kind: SeriesKind::Trace,
+                points,
+            }],
+            refs: vec![RefLine {
+                label: "path ceiling 193 Mbit/s".into(),
+                y: 193.0,
+                color: 1,
+                published: false,
+            }],
+        };
+        let top = trace_top(&fig);
+        assert!((top - 193.0 * 1.3).abs() < 1e-9, "{top}");
+        let svg = svg(&Figure::Xy(fig)).expect("svg");
+        assert!(svg.contains("above the axis"), "the burst is not marked");
+        assert!(svg.contains("path ceiling 193"), "no ceiling line");
     }
 }
