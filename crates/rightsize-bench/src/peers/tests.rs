@@ -121,6 +121,7 @@ fn run(path: &str, peer: Peer, tuner: &str, rep: usize, goodput_mbps: f64) -> Ru
         scenario: None,
         variant: None,
         ceiling_bps: None,
+        bdp_bytes: None,
     }
 }
 

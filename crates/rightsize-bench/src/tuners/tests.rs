@@ -170,6 +170,7 @@ fn run(path: &str, tuner: &str, rep: usize, goodput_mbps: f64, peak_mb: f64) -> 
         scenario: None,
         variant: None,
         ceiling_bps: None,
+        bdp_bytes: None,
     }
 }
 

@@ -395,8 +395,20 @@ pub fn figure(
             } else {
                 "one run per tuner"
             };
-            // Goodput against what the path carries.
+            // Goodput against what the path carries; a receive buffer
+            // against the BDP.
             let refs = match plot {
+                Plot::RcvbufOverTime => runs
+                    .iter()
+                    .find_map(|r| r.record.bdp_bytes)
+                    .map(|bytes| RefLine {
+                        label: format!("BDP {:.2} MB", bytes / 1e6),
+                        y: bytes / 1e6,
+                        color: series.len(),
+                        published: false,
+                    })
+                    .into_iter()
+                    .collect(),
                 Plot::GoodputOverTime => runs
                     .iter()
                     .find_map(|r| r.record.ceiling_bps)

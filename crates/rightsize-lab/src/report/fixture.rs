@@ -46,6 +46,7 @@ pub fn record(tuner: &str, size_bytes: u64, rep: usize, goodput_mbps: f64) -> Ru
         scenario: Some("x".into()),
         variant: None,
         ceiling_bps: Some(193.0e6),
+        bdp_bytes: Some(2.5e6),
     }
 }
 

@@ -57,6 +57,12 @@ fn writes_every_file_with_the_right_numbers() {
     // Published points are in their plot's legend.
     let svg = fs::read_to_string(dir.join("report/x-goodput-vs-size.svg")).expect("svg");
     assert!(svg.contains("drsFTP (paper): drs"));
+    // Reference lines: the path's ceiling under goodput over time, the
+    // BDP under the receive buffer.
+    let svg = fs::read_to_string(dir.join("report/x-goodput-over-time.svg")).expect("svg");
+    assert!(svg.contains("path ceiling 193 Mbit/s"), "no ceiling line");
+    let svg = fs::read_to_string(dir.join("report/x-rcvbuf-over-time.svg")).expect("svg");
+    assert!(svg.contains("BDP 2.50 MB"), "no BDP line");
     let md = fs::read_to_string(&files.summary_md).expect("md");
     assert!(md.contains("| 3 of 4 | 12.00 ± 4.97 |"));
     assert!(md.contains("(x-goodput-vs-size.svg)"));

@@ -72,6 +72,9 @@ pub struct RunRecord {
     /// The path's goodput ceiling (rate x 1448/1500), bits/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_bps: Option<f64>,
+    /// The path's bandwidth-delay product in the data's direction, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdp_bytes: Option<f64>,
 }
 
 /// Parses one line of runs.jsonl; `Ok(None)` for a line of another kind.

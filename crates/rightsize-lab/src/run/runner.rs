@@ -382,6 +382,7 @@ impl Outcome {
             scenario: id.scenario,
             variant: id.variant,
             ceiling_bps: Some(path.facts().ceiling_bps),
+            bdp_bytes: Some(path.facts().bdp_bytes),
         }
     }
 }
