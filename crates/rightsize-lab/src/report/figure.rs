@@ -434,7 +434,26 @@ pub fn figure(
         }
     };
     add_published(&mut fig, checked, plot);
+    say_when_no_interval(&mut fig);
     fig
+}
+
+/// A label that promises a 95% confidence interval keeps the promise
+/// only where one was drawn: with one run per point there is none.
+fn say_when_no_interval(fig: &mut Figure) {
+    const PROMISE: &str = ", mean and 95% CI";
+    let (label, any) = match fig {
+        Figure::Xy(f) => (
+            &mut f.y_label,
+            f.series
+                .iter()
+                .any(|s| s.points.iter().any(|p| p.half_ci.is_some())),
+        ),
+        Figure::Bars(f) => (&mut f.y_label, f.bars.iter().any(|b| b.half_ci.is_some())),
+    };
+    if !any && label.contains(PROMISE) {
+        *label = label.replace(PROMISE, ", one run each");
+    }
 }
 
 impl From<XyFigure> for Figure {
@@ -567,5 +586,42 @@ pub fn size_label(bytes: f64) -> String {
         format!("{} {}", v.round(), units[u])
     } else {
         format!("{v:.1} {}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bars(half_ci: Option<f64>) -> Figure {
+        Figure::Bars(BarFigure {
+            title: "t".into(),
+            y_label: "goodput (Mbit/s, mean and 95% CI)".into(),
+            groups: vec!["g".into()],
+            bars: vec![Bar {
+                label: "auto".into(),
+                group: 0,
+                value: 180.0,
+                half_ci,
+            }],
+            refs: Vec::new(),
+        })
+    }
+
+    fn label(fig: &Figure) -> &str {
+        match fig {
+            Figure::Bars(f) => &f.y_label,
+            Figure::Xy(f) => &f.y_label,
+        }
+    }
+
+    #[test]
+    fn a_confidence_interval_is_promised_only_where_one_is_drawn() {
+        let mut one_run = bars(None);
+        say_when_no_interval(&mut one_run);
+        assert_eq!(label(&one_run), "goodput (Mbit/s, one run each)");
+        let mut repeated = bars(Some(4.0));
+        say_when_no_interval(&mut repeated);
+        assert_eq!(label(&repeated), "goodput (Mbit/s, mean and 95% CI)");
     }
 }
