@@ -19,6 +19,7 @@ pub const PLOTS: &[&str] = &[
     "rcvbuf-over-time",
     "goodput-over-time",
     "rtt-over-time",
+    "goodput-vs-memory",
 ];
 
 /// A plot of a scenario's report.
@@ -41,6 +42,9 @@ pub enum Plot {
     GoodputOverTime,
     /// The sender's smoothed RTT over time, a line per tuner (the SOBAS paper).
     RttOverTime,
+    /// Mean goodput against mean peak receive buffer, a point per tuner
+    /// and variant: the trade-off the source documents argue about.
+    GoodputVsMemory,
 }
 
 /// A setting of the path and the hosts to compare: host settings (the

@@ -149,6 +149,7 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
     assert!(html.matches("<svg").count() >= 12, "plots inline");
     for plot in [
         "demo-goodput-by-tuner",
+        "demo-goodput-vs-memory",
         "demo-goodput-over-time",
         "drsftp-goodput-vs-size",
         "sobas-rtt-over-time",

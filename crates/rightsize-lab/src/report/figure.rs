@@ -330,6 +330,45 @@ pub fn figure(
             }
             .into()
         }
+        Plot::GoodputVsMemory => {
+            let largest = largest_size(runs);
+            let mut series = Vec::new();
+            for r in rows.iter().filter(|r| Some(r.size_bytes) == largest) {
+                let (Some(m), Some(peak)) = (r.goodput_mbps, r.peak_rcvbuf_bytes) else {
+                    continue;
+                };
+                series.push(Series {
+                    label: Some(name(&r.tuner, &r.variant)),
+                    color: series.len(),
+                    kind: SeriesKind::Measured,
+                    points: vec![Point {
+                        x: peak / MEGA,
+                        y: m.mean,
+                        half_ci: m.half_width,
+                    }],
+                });
+            }
+            let refs = runs
+                .iter()
+                .find_map(|r| r.record.ceiling_bps)
+                .map(|bps| RefLine {
+                    label: format!("path ceiling {:.0} Mbit/s", bps / MEGA),
+                    y: bps / MEGA,
+                    color: series.len(),
+                    published: false,
+                })
+                .into_iter()
+                .collect();
+            XyFigure {
+                title: title(&format!("goodput against memory{size_note}")),
+                x_label: "peak receive buffer, SO_RCVBUF (MB)".into(),
+                x_log2_bytes: false,
+                y_label: "goodput (Mbit/s, mean and 95% CI)".into(),
+                series,
+                refs,
+            }
+            .into()
+        }
         Plot::GoodputByTuner => {
             let largest = largest_size(runs);
             let mut fig = BarFigure {
