@@ -348,17 +348,7 @@ pub fn figure(
                     }],
                 });
             }
-            let refs = runs
-                .iter()
-                .find_map(|r| r.record.ceiling_bps)
-                .map(|bps| RefLine {
-                    label: format!("path ceiling {:.0} Mbit/s", bps / MEGA),
-                    y: bps / MEGA,
-                    color: series.len(),
-                    published: false,
-                })
-                .into_iter()
-                .collect();
+            let refs = ceiling_line(runs, series.len()).into_iter().collect();
             XyFigure {
                 title: title(&format!("goodput against memory{size_note}")),
                 x_label: "peak receive buffer, SO_RCVBUF (MB)".into(),
@@ -448,17 +438,7 @@ pub fn figure(
                     })
                     .into_iter()
                     .collect(),
-                Plot::GoodputOverTime => runs
-                    .iter()
-                    .find_map(|r| r.record.ceiling_bps)
-                    .map(|bps| RefLine {
-                        label: format!("path ceiling {:.0} Mbit/s", bps / MEGA),
-                        y: bps / MEGA,
-                        color: series.len(),
-                        published: false,
-                    })
-                    .into_iter()
-                    .collect(),
+                Plot::GoodputOverTime => ceiling_line(runs, series.len()).into_iter().collect(),
                 _ => Vec::new(),
             };
             XyFigure {
@@ -475,6 +455,19 @@ pub fn figure(
     add_published(&mut fig, checked, plot);
     say_when_no_interval(&mut fig);
     fig
+}
+
+/// The path's goodput ceiling as a line on a Mbit/s axis, if the runs
+/// recorded it.
+fn ceiling_line(runs: &[RunView], color: usize) -> Option<RefLine> {
+    runs.iter()
+        .find_map(|r| r.record.ceiling_bps)
+        .map(|bps| RefLine {
+            label: format!("path ceiling {:.0} Mbit/s", bps / MEGA),
+            y: bps / MEGA,
+            color,
+            published: false,
+        })
 }
 
 /// A label that promises a 95% confidence interval keeps the promise
