@@ -90,6 +90,13 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
         "stock {stock:.1}, auto {auto:.1} Mbit/s"
     );
     assert!(auto > 100.0, "auto {auto:.1} Mbit/s");
+    // sobas sizes the buffer from one measurement of the path: far above
+    // stock's window.
+    let sobas = mbps(&runs, "demo", "sobas", size);
+    assert!(
+        sobas > 5.0 * stock,
+        "sobas {sobas:.1}, stock {stock:.1} Mbit/s"
+    );
     let peak = |tuner: &str| {
         runs.iter()
             .find(|r| r["scenario"] == "demo" && r["tuner"] == tuner)
@@ -230,6 +237,49 @@ fn the_demo_prints_its_table_and_makes_its_report() {
             out.join("report/index.html").display()
         )),
         "{stdout}"
+    );
+}
+
+#[test]
+fn freebsd_grows_past_stock_but_stops_at_its_256_kib_limit_on_a_long_path() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let scenario = dir.path().join("freebsd.toml");
+    std::fs::write(
+        &scenario,
+        "title = \"freebsd on lfn\"\npath = \"lfn\"\ntuners = [\"stock\", \"freebsd\"]\n\
+         sizes = [\"8MiB\"]\nreps = 1\nmax_run_seconds = 15\nplots = [\"goodput-by-tuner\"]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.path().join("results");
+    let output = rightsize()
+        .args(["lab", "run"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success(), "{}", text(&output));
+    let runs = runs(&out);
+    let size = 8 << 20;
+    let (stock, freebsd) = (
+        mbps(&runs, "freebsd", "stock", size),
+        mbps(&runs, "freebsd", "freebsd", size),
+    );
+    // 256 KiB at 100 ms allows about 21 Mbit/s; stock's 64 KiB about 5.
+    assert!(
+        freebsd > 2.5 * stock,
+        "freebsd {freebsd:.1}, stock {stock:.1} Mbit/s"
+    );
+    let peak = runs
+        .iter()
+        .find(|r| r["tuner"] == "freebsd")
+        .and_then(|r| r["peak_rcvbuf_bytes"].as_u64())
+        .unwrap_or_else(|| panic!("no peak_rcvbuf_bytes for freebsd"));
+    // The kernel holds twice the 256 KiB it asks for, and no more.
+    assert!(
+        peak <= 2 * 256 * 1024,
+        "freebsd's peak receive buffer {peak}"
     );
 }
 

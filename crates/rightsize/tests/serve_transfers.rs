@@ -1254,3 +1254,43 @@ fn the_server_log_has_times_clients_users_and_outcomes_as_text_or_json() {
         }
     }
 }
+
+#[test]
+fn serve_rcvbuf_is_what_a_curl_upload_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = dir.path().join("telemetry");
+    std::fs::create_dir_all(&telemetry).unwrap();
+    let serve = Serve::start(
+        dir.path(),
+        &[
+            "--rcvbuf",
+            "1MiB",
+            "--telemetry-dir",
+            telemetry.to_str().unwrap(),
+        ],
+    );
+    let local = dir.path().join("up.bin");
+    std::fs::write(&local, vec![0u8; 20 << 20]).unwrap();
+    run(
+        "curl upload",
+        std::process::Command::new("curl")
+            .args(["-sS", "-T"])
+            .arg(&local)
+            .arg(serve.url("/.rightsize/null/up.bin")),
+    );
+    let files: Vec<String> = std::fs::read_dir(&telemetry)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "one data connection");
+    let lines: Vec<serde_json::Value> = files[0]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (header, last) = (&lines[0], lines.last().unwrap());
+    assert_eq!(header["direction"], "receive", "{header}");
+    assert_eq!(header["settings"]["rcvbuf_bytes"], "1048576", "{header}");
+    // The kernel holds twice the request, and autotuning left it.
+    assert_eq!(last["kind"], "final", "{last}");
+    assert_eq!(last["rcvbuf_bytes"], 2 * 1_048_576, "{last}");
+}
