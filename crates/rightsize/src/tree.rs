@@ -39,9 +39,12 @@ pub fn run(args: &GetArgs) -> anyhow::Result<ExitCode> {
         args.url,
         dir.display()
     );
-    finish(&args.common, Direction::Get, &resume, |console| {
-        client::get_tree(&args.url, &dir, &options, args.jobs, console)
-    })
+    finish(
+        &args.common,
+        (&args.url, Direction::Get),
+        &resume,
+        |console| client::get_tree(&args.url, &dir, &options, args.jobs, console),
+    )
 }
 
 /// `rightsize put -r DIR URL`.
@@ -63,9 +66,12 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         args.file.display(),
         args.url
     );
-    finish(&args.common, Direction::Put, &resume, |console| {
-        client::put_tree(&args.file, &args.url, &options, args.jobs, console)
-    })
+    finish(
+        &args.common,
+        (&args.url, Direction::Put),
+        &resume,
+        |console| client::put_tree(&args.file, &args.url, &options, args.jobs, console),
+    )
 }
 
 /// Runs a tree transfer with signals caught, prints the failures and the
@@ -73,7 +79,7 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
 /// signal (with `resume`, the command that finishes the job).
 fn finish(
     common: &TransferArgs,
-    direction: Direction,
+    (url, direction): (&rightsize_ftp_proto::url::FtpUrl, Direction),
     resume: &str,
     transfer: impl FnOnce(&mut TreeConsole) -> Result<TreeReport, client::ClientError>,
 ) -> anyhow::Result<ExitCode> {
@@ -86,7 +92,18 @@ fn finish(
     let result = transfer(&mut console);
     drop(signals);
     console.clear_bar();
-    let report = result?;
+    let report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            // --json: an object on failure too, as for one file.
+            if common.json {
+                let json = crate::transfer_output::error_json(&error, url, direction);
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json)?);
+            }
+            return Err(error.into());
+        }
+    };
     for failure in &report.failures {
         eprintln!("rightsize: {}: {}", failure.path, failure.error);
     }
@@ -222,6 +239,7 @@ fn summary_text(report: &TreeReport, direction: Direction) -> String {
 fn summary_json(report: &TreeReport, direction: Direction) -> serde_json::Value {
     json!({
         "rightsize_version": env!("CARGO_PKG_VERSION"),
+        "error": null,
         "url": report.url,
         "direction": direction,
         "recursive": true,

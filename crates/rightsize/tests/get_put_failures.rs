@@ -656,3 +656,23 @@ fn json_says_a_failure_as_an_error_object() {
     assert_eq!(json["direction"], "get", "{json}");
     assert_untouched(out.path(), &target);
 }
+
+#[test]
+fn a_tree_transfer_says_its_failure_as_an_error_object_too() {
+    let port = closed_port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("ftp://127.0.0.1:{port}/dir/");
+    let out = dir.path().join("tree");
+    let output = rightsize(&["get", "-r", &url, "-o", out.to_str().unwrap(), "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("get -r --json printed no JSON on failure: {e}: {output:?}"));
+    assert_eq!(json["error"]["kind"], "tree", "{json}");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("connection refused"),
+        "{json}"
+    );
+}
