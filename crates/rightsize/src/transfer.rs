@@ -612,9 +612,7 @@ fn finish(
             // --json: the error as JSON on standard output too (iperf3's
             // habit), so that a program reading it always gets an object.
             if args.json {
-                let json = crate::transfer_output::error_json(&error, url, direction);
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json)?);
+                crate::transfer_output::print_error_json(&error, url, direction)?;
             }
             return Err(error.into());
         }

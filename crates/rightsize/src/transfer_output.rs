@@ -464,17 +464,12 @@ fn tls_json(tls: Option<&TlsReport>) -> Value {
 /// `--json` when the transfer failed: the same header fields as the
 /// summary, and an `error` object: `kind` (one word, see
 /// `ClientError::kind`) and `message` (what is printed on standard error).
-pub fn error_json(
+fn error_json(
     error: &rightsize_ftp::client::ClientError,
     url: &rightsize_ftp_proto::url::FtpUrl,
     direction: Direction,
 ) -> Value {
-    let mut message = error.to_string();
-    let mut next = std::error::Error::source(error);
-    while let Some(e) = next {
-        message.push_str(&format!(": {e}"));
-        next = e.source();
-    }
+    let message = rightsize_ftp::client::chain(error);
     json!({
         "rightsize_version": env!("CARGO_PKG_VERSION"),
         "argv": argv_without_passwords(),
@@ -485,6 +480,18 @@ pub fn error_json(
             "message": message,
         },
     })
+}
+
+/// Prints [`error_json`] on standard output (a closed pipe is not an
+/// error: the failure is said on standard error anyway).
+pub fn print_error_json(
+    error: &rightsize_ftp::client::ClientError,
+    url: &rightsize_ftp_proto::url::FtpUrl,
+    direction: Direction,
+) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(&error_json(error, url, direction))?;
+    let _ = writeln!(std::io::stdout().lock(), "{json}");
+    Ok(())
 }
 
 pub fn summary_json(report: &Report) -> Value {

@@ -97,9 +97,7 @@ fn finish(
         Err(error) => {
             // --json: an object on failure too, as for one file.
             if common.json {
-                let json = crate::transfer_output::error_json(&error, url, direction);
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", serde_json::to_string_pretty(&json)?);
+                crate::transfer_output::print_error_json(&error, url, direction)?;
             }
             return Err(error.into());
         }

@@ -392,6 +392,17 @@ impl ClientError {
     }
 }
 
+/// The error and its causes, on one line (what `rightsize: ...` prints).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 /// Why a connect failed, as a user says it: `connection refused by ADDR`
 /// rather than the call and descriptor.
 fn why_not(addr: &SocketAddr, cause: &SocketError) -> String {
@@ -408,15 +419,7 @@ fn why_not(addr: &SocketAddr, cause: &SocketError) -> String {
         Some(io::ErrorKind::NetworkUnreachable) => {
             format!("network unreachable for {}", addr.ip())
         }
-        _ => {
-            let mut text = cause.to_string();
-            let mut next = std::error::Error::source(cause);
-            while let Some(e) = next {
-                text.push_str(&format!(": {e}"));
-                next = e.source();
-            }
-            text
-        }
+        _ => chain(cause),
     }
 }
 

@@ -61,7 +61,7 @@ use serde::Serialize;
 
 pub use bench::{BenchDirection, BenchLimit, BenchPlan, BenchReport, bench};
 pub use data::DataMode;
-pub use error::ClientError;
+pub use error::{ClientError, chain};
 pub use features::Features;
 pub use listing::MAX_LISTING_BYTES;
 pub use local::{PART_SUFFIX, kept_bytes, part_path, ranges_path};

@@ -21,6 +21,7 @@
 //! with `REST` (in stream mode: MODE E's blocks have no prefix to resume
 //! after). A top directory that cannot be listed is the transfer's error.
 
+use super::error::chain;
 use crate::client::secure::ClientStream;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -545,17 +546,6 @@ fn ask(
             .send(&super::session::cksm(algorithm, path)?, forward)?;
     }
     Ok(())
-}
-
-/// The error and its causes, on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 /// Whether the control connection is still in step after `error`: the
