@@ -3,7 +3,9 @@
 //! namespaces; needs root and the pinned rattan, as `path_e2e.rs`; in CI
 //! they run, they do not skip): each path is built to have one limit, and
 //! doctor must name it; for the buffer limits, its fix applied to the path
-//! must raise the throughput. Bad input runs over loopback.
+//! must raise the throughput. The application limit comes from a CPU
+//! cgroup that starves the sender (so these tests need a cgroup `cpu`
+//! controller too). Bad input runs over loopback.
 //!
 //! Paths are 50 Mbit/s with 20 ms each way (RTT 40 ms, BDP 250 kB), cubic
 //! on both hosts; doctor runs 4 s per test. The tests share two cores, so
@@ -25,8 +27,9 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A path spec: 50 Mbit/s, 2 x 20 ms, cubic (unless a host says), `rightsize serve` on the
-/// right host; `extra` adds top-level keys, `left`/`right` host keys.
+/// A path spec: 50 Mbit/s (unless `extra` has rate steps), 2 x 20 ms, cubic
+/// (unless a host says), `rightsize serve` on the right host; `extra` adds
+/// top-level keys and tables, `left`/`right` host keys.
 fn spec(dir: &Path, name: &str, extra: &str, left: &str, right: &str) -> std::path::PathBuf {
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{e}"));
@@ -39,8 +42,14 @@ fn spec(dir: &Path, name: &str, extra: &str, left: &str, right: &str) -> std::pa
         }
     };
     let (lcc, rcc) = (cc(left), cc(right));
+    // 50 Mbit/s unless `extra` gives the rate in steps.
+    let rate = if extra.contains(".steps]]") {
+        ""
+    } else {
+        "rate = \"50Mbit\"\n"
+    };
     let body = format!(
-        "rate = \"50Mbit\"\ndelay = \"20ms\"\n{extra}\n[left]\n{lcc}{left}\n[right]\n{rcc}{right}\ncommand = [\"{}\", \"serve\", \"--root\", \"{}\", \"--listen\", \"0.0.0.0:2121\"]\n",
+        "{rate}delay = \"20ms\"\n{extra}\n[left]\n{lcc}{left}\n[right]\n{rcc}{right}\ncommand = [\"{}\", \"serve\", \"--root\", \"{}\", \"--listen\", \"0.0.0.0:2121\"]\n",
         env!("CARGO_BIN_EXE_rightsize"),
         root.display()
     );
@@ -57,13 +66,19 @@ const WAIT_FOR_SERVER: &str = "for i in $(seq 100); do (exec 3<>/dev/tcp/right/2
 /// run it marked invalid (exit 3, e.g. spurious retransmissions) is run
 /// again, twice at most: a verdict is never judged on an invalid run.
 fn doctor(spec: &Path) -> serde_json::Value {
+    doctor_after(spec, WAIT_FOR_SERVER)
+}
+
+/// [`doctor`], with `script` (given the doctor's command line as its
+/// arguments) run on the left host in place of [`WAIT_FOR_SERVER`].
+fn doctor_after(spec: &Path, script: &str) -> serde_json::Value {
     const ATTEMPTS: usize = 3;
     for _ in 0..ATTEMPTS {
         let output = rightsize()
             .args(["path", "run"])
             .arg(spec)
             // The path starts the server in the background: wait for its port.
-            .args(["--", "bash", "-c", WAIT_FOR_SERVER, "bash"])
+            .args(["--", "bash", "-c", script, "bash"])
             .args([env!("CARGO_BIN_EXE_rightsize"), "doctor", "right:2121"])
             .args(["--time", "4s", "--json"])
             .output()
@@ -244,6 +259,149 @@ fn a_fine_path_is_near_its_capacity() {
         (40_000..45_000).contains(&rtt),
         "idle RTT {rtt} us: {report:#}"
     );
+}
+
+#[test]
+fn a_rate_that_drops_every_second_is_unknown_not_near_capacity() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    // 50 Mbit/s for 1 s, then 10 Mbit/s for 1 s, over and over: the
+    // capacity estimate (the best delivery rate) is the fast second's, the
+    // test's goodput the average of both (30 Mbit/s). bbr on the sender and
+    // a queue of 4 x BDP so that nothing is lost: no window, buffer,
+    // application or loss limit explains the shortfall.
+    let steps = ["uplink", "downlink"]
+        .map(|way| {
+            format!(
+                "[[{way}.steps]]\nfor = \"1s\"\nrate = \"50Mbit\"\n[[{way}.steps]]\nfor = \"1s\"\nrate = \"10Mbit\"\n"
+            )
+        })
+        .concat();
+    let changing = spec(
+        dir.path(),
+        "changing",
+        &format!("queue = \"4bdp\"\n{steps}"),
+        "congestion = \"bbr\"",
+        "",
+    );
+    let report = doctor(&changing);
+    assert_eq!(kind(&report), "unknown", "{report:#}");
+    let numbers = &report["verdict"]["numbers"];
+    let share = numbers["goodput_bps"]
+        .as_f64()
+        .expect("the verdict's goodput")
+        / numbers["capacity_bps"]
+            .as_f64()
+            .expect("the verdict's capacity estimate");
+    assert!(
+        (0.4..0.8).contains(&share),
+        "goodput {share:.2} of the estimate: {report:#}"
+    );
+}
+
+#[test]
+fn a_sender_starved_of_cpu_is_application_limited() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fine = spec(
+        dir.path(),
+        "starved",
+        "queue = \"2bdp\"",
+        "congestion = \"bbr\"",
+        "congestion = \"bbr\"",
+    );
+    // The doctor (the sender) gets 1 ms of CPU a second: it fills its
+    // socket buffer in that millisecond, and the path drains it in a
+    // fraction of the second; then nothing is in flight until the next.
+    let starved = CpuStarved::new();
+    let script = WAIT_FOR_SERVER.replace(
+        "&& exec",
+        &format!("&& echo $$ > {} && exec", starved.procs_from_a_namespace()),
+    );
+    let report = doctor_after(&fine, &script);
+    assert_eq!(kind(&report), "application", "{report:#}");
+    assert!(
+        starved.throttled() > 0,
+        "the cgroup never held the doctor back: {report:#}"
+    );
+}
+
+/// A CPU cgroup (v1's `cpu` controller, or v2's `cpu.max`) that gives its
+/// processes 1 ms of CPU per second; removed on drop.
+struct CpuStarved {
+    dir: std::path::PathBuf,
+}
+
+impl CpuStarved {
+    const PERIOD_US: u64 = 1_000_000;
+    const QUOTA_US: u64 = 1_000;
+
+    fn new() -> Self {
+        let name = format!("rs-doctor-{}", std::process::id());
+        let write = |path: std::path::PathBuf, value: &str| {
+            std::fs::write(&path, value)
+                .unwrap_or_else(|e| panic!("write {value:?} to {}: {e}", path.display()))
+        };
+        let v1 = Path::new("/sys/fs/cgroup/cpu");
+        let dir = if v1.join("cpu.cfs_quota_us").exists() {
+            let dir = v1.join(&name);
+            std::fs::create_dir_all(&dir)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+            write(dir.join("cpu.cfs_period_us"), &Self::PERIOD_US.to_string());
+            write(dir.join("cpu.cfs_quota_us"), &Self::QUOTA_US.to_string());
+            dir
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            let controllers = std::fs::read_to_string(root.join("cgroup.controllers"))
+                .unwrap_or_else(|e| {
+                    panic!("no cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 cgroup.controllers): {e}")
+                });
+            assert!(
+                controllers.split_whitespace().any(|c| c == "cpu"),
+                "cgroup v2 without the cpu controller: {controllers:?}"
+            );
+            write(root.join("cgroup.subtree_control"), "+cpu");
+            let dir = root.join(&name);
+            std::fs::create_dir_all(&dir)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+            write(
+                dir.join("cpu.max"),
+                &format!("{} {}", Self::QUOTA_US, Self::PERIOD_US),
+            );
+            dir
+        };
+        CpuStarved { dir }
+    }
+
+    /// Its `cgroup.procs` as a process in a path's host sees it: `ip netns
+    /// exec` mounts its own /sys, without the cgroup file systems, so the
+    /// path goes through this process's root.
+    fn procs_from_a_namespace(&self) -> String {
+        format!(
+            "/proc/{}/root{}",
+            std::process::id(),
+            self.dir.join("cgroup.procs").display()
+        )
+    }
+
+    /// How many periods held its processes back (`nr_throttled`).
+    fn throttled(&self) -> u64 {
+        let stat = std::fs::read_to_string(self.dir.join("cpu.stat"))
+            .unwrap_or_else(|e| panic!("read {}/cpu.stat: {e}", self.dir.display()));
+        stat.lines()
+            .find_map(|line| line.strip_prefix("nr_throttled "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no nr_throttled in {stat:?}"))
+    }
+}
+
+impl Drop for CpuStarved {
+    fn drop(&mut self) {
+        // Its processes have exited (the path ran to its end).
+        if let Err(e) = std::fs::remove_dir(&self.dir) {
+            eprintln!("rmdir {}: {e}", self.dir.display());
+        }
+    }
 }
 
 // Bad input, over loopback: no root needed.

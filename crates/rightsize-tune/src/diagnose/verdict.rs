@@ -175,7 +175,7 @@ pub enum VerdictKind {
     Congestion,
     /// Losses without a queue building: loss on an otherwise idle path.
     RandomLoss,
-    /// The sender often had nothing to send (the application or its disk).
+    /// The sender often had nothing to send (the application, its disk or its CPU).
     Application,
     /// Already near what the path carries.
     NearCapacity,
@@ -560,7 +560,7 @@ pub fn diagnose(facts: &DoctorFacts) -> Verdict {
     }
     if let Some(busy) = numbers.busy_share.filter(|&b| b < APP_BUSY_SHARE) {
         let summary = format!(
-            "the {} (sender) had data in flight only {} of the {} test: the application or its disk did not keep up ({})",
+            "the {} (sender) had data in flight only {} of the {} test: the application, its disk or its CPU did not keep up ({})",
             sender_end.name(),
             pct(busy),
             run.tune,
