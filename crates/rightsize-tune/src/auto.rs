@@ -99,7 +99,8 @@ use steer::{Ramp, Reading, State};
 use super::meter::{bytes_capped, scaled, show_bytes, show_ms, show_rate};
 use super::sobas::TRAINS;
 use super::{
-    Action, Context, Decision, DecisionRecord, Event, Inputs, Peer, Role, Settings, Setup, Tuner,
+    Action, Context, Decision, DecisionRecord, Event, Inputs, MAX_PLAUSIBLE_RATE_BPS, Peer, Role,
+    Settings, Setup, Tuner,
 };
 use crate::bdp::{linux_handshake_window_scale, max_window_for_scale};
 use crate::units::Bytes;
@@ -143,6 +144,20 @@ const PACED_OPEN: f64 = 3.0 / 4.0;
 /// receive buffers peaked at 2.8 BDPs with 2.5 (3.4 with 4; 14.7 opened
 /// at once), and a flow alone lost nothing to it on the benchmark paths.
 const OPEN_LEAD: f64 = 2.5;
+/// A paced flow within this share of its ceiling, with no queue at all
+/// for a min-RTT, is held by the ceiling, not by the path: the ceiling is
+/// raised by a gain that doubles each min-RTT this holds, from
+/// [`PACE_GAIN`] up to [`PACE_GAIN_MAX`]. The sender's delivery rate at a
+/// ceiling read 2 to 7% below it (measured), under the 1/64 that raises
+/// it by [`PACE_GAIN`]: trains that read low held the flow for seconds.
+const PACE_HELD: f64 = 1.0 / 16.0;
+const PACE_GAIN_MAX: f64 = 1.0 / 4.0;
+/// The flow carried this much more than the trains' capacity with no
+/// queue at all, in two readings a min-RTT or more apart: the trains read
+/// low (a path whose rate changes, measured in a slow moment). Trains on
+/// the benchmark paths read up to 8% low or 28% high, and a flow reaches
+/// a path's rate, not beyond it.
+const TRAINS_READ_LOW: f64 = 1.0 / 8.0;
 /// A sender's ceiling up to this much above the one asked for is taken
 /// as "paced" (the kernel keeps what it is given; this is rounding).
 const PACE_TOLERANCE: f64 = 1.0 / 64.0;
@@ -335,6 +350,13 @@ struct Auto {
     pace_asked: Option<f64>,
     /// Whether the sender said it paces at no more than that.
     paced: bool,
+    /// Since when (or the last raise) the flow fills its pacing ceiling
+    /// with no queue ([`PACE_HELD`]), and the next raise's gain.
+    held_at_pace: Option<Duration>,
+    pace_gain: f64,
+    /// Since when the flow carries more than the trains' capacity allows
+    /// ([`TRAINS_READ_LOW`]).
+    above_trains: Option<Duration>,
     /// A receiver whose sender is not rightsize: its own `TCP_INFO` is
     /// all it knows, and the window its only lever.
     alone: bool,
@@ -387,6 +409,9 @@ impl Auto {
             told: None,
             pace_asked: None,
             paced: false,
+            held_at_pace: None,
+            pace_gain: PACE_GAIN,
+            above_trains: None,
             alone,
             hold: None,
             found: false,
@@ -531,7 +556,7 @@ impl Auto {
         } else {
             Decision::note(self.state.name(), reason)
         };
-        self.ask_pace(capacity, &mut decision);
+        self.ask_pace(capacity * (1.0 + PACE_GAIN), &mut decision);
         self.open_paced(at, &mut decision);
         decision
     }
@@ -560,11 +585,12 @@ impl Auto {
 
     /// Asks a rightsize sender to pace at [`PACE_GAIN`] above `rate`
     /// (bytes per second), if that is above the ceiling asked before.
-    fn ask_pace(&mut self, rate: f64, decision: &mut Decision) {
+    /// Asks the sender to pace at no more than `pace`, bytes per second,
+    /// if above the ceiling asked before.
+    fn ask_pace(&mut self, pace: f64, decision: &mut Decision) {
         if self.ctx.role != Role::Receiver || self.ctx.peer != Peer::Rightsize {
             return;
         }
-        let pace = rate * (1.0 + PACE_GAIN);
         if self.pace_asked.is_some_and(|asked| pace <= asked) {
             return;
         }
@@ -583,6 +609,73 @@ impl Auto {
             },
             None => Decision::act(state, actions, self.applied, reason),
         });
+    }
+
+    /// The next ceiling for a paced flow that has filled the one asked for
+    /// ([`PACE_HELD`]) with no queue at all for a min-RTT since it began or
+    /// since the last raise, if it has.
+    fn held_at_pace(&mut self, r: &Reading, asked: f64) -> Option<f64> {
+        if !self.paced || !r.empty || r.rate < asked * (1.0 - PACE_HELD) {
+            self.held_at_pace = None;
+            self.pace_gain = PACE_GAIN;
+            return None;
+        }
+        let since = *self.held_at_pace.get_or_insert(r.at);
+        if r.at.saturating_sub(since) < r.rt_prop {
+            return None;
+        }
+        self.held_at_pace = Some(r.at);
+        let pace = asked * (1.0 + self.pace_gain);
+        self.pace_gain = (self.pace_gain * 2.0).min(PACE_GAIN_MAX);
+        Some(pace)
+    }
+
+    /// Drops the trains' capacity, and the pacing built on it, once the
+    /// flow has carried [`TRAINS_READ_LOW`] more with no queue at all, twice
+    /// a min-RTT or more apart: they were measured in a slow moment of a
+    /// path whose rate changes. Kept, they held the flow near their rate
+    /// for good (trains that read 9.65 Mbit/s on a path of 50 Mbit/s one
+    /// second and 10 the next: the pace crept up by 1/32 at a time and
+    /// each slow second drained it back, 10.1 Mbit/s where the kernel's
+    /// autotuning made 27.5, measured). The window then ramps as without
+    /// trains, x1.5 per RTT while the flow follows it, the sender no longer
+    /// held to a ceiling.
+    fn trains_read_low(&mut self, r: &Reading, loss: bool) -> Option<Decision> {
+        let capacity = self.capacity?;
+        if loss || !r.empty || r.rate < capacity * (1.0 + TRAINS_READ_LOW) {
+            self.above_trains = None;
+            return None;
+        }
+        let since = *self.above_trains.get_or_insert(r.at);
+        if r.at.saturating_sub(since) < r.rt_prop {
+            return None;
+        }
+        self.above_trains = None;
+        self.capacity = None;
+        self.paced = false;
+        self.last_growth = r.at;
+        self.state = State::Startup {
+            ceiling: None,
+            ramp: Ramp::Times(RAMP_FACTOR),
+        };
+        let reason = format!(
+            "the flow carries {} with no queue, {:.0}% above the trains' capacity {}: they read \
+             low (the path's rate changed); capacity and pacing dropped, ramp x{RAMP_FACTOR} per RTT; {}",
+            show_rate(r.rate),
+            (r.rate / capacity - 1.0) * 100.0,
+            show_rate(capacity),
+            r.numbers
+        );
+        Some(match self.pace_asked.take() {
+            // The most a report may carry: no ceiling the flow could reach.
+            Some(_) => Decision::act(
+                self.state.name(),
+                vec![Action::TellPeerPace(Bytes(MAX_PLAUSIBLE_RATE_BPS / 8))],
+                self.applied,
+                reason,
+            ),
+            None => Decision::note(self.state.name(), reason),
+        })
     }
 
     /// A report from a sender that paces at no more than asked: the
@@ -630,6 +723,14 @@ impl Auto {
             RTT_FLOOR.as_secs_f64(),
         );
         let queue_pct = (now / base - 1.0) * 100.0;
+        // "No queue" leaves room for one segment's time at the flow's rate
+        // too: a segment waits for its own serialization at the
+        // bottleneck, which min-RTT need not hold (1.2 ms at 10 Mbit/s; a
+        // flow at 8.5 Mbit/s on a 40 ms path read +2% with nothing queued,
+        // never "empty" once losses had halved the headroom to 1/32, and
+        // its window never probed again, on the model and on an emulated
+        // path of 10 and 50 Mbit/s).
+        let segment = self.ctx.limits.mss.get() as f64 / rate.max(1.0);
         Some(Reading {
             at: view.at,
             rate,
@@ -638,8 +739,8 @@ impl Auto {
             rt_prop,
             limited,
             inflated: now > base * (1.0 + INFLATION) + floor,
-            no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor,
-            empty: now <= base * (1.0 + self.headroom / 4.0) + floor,
+            no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor + segment,
+            empty: now <= base * (1.0 + self.headroom / 4.0) + floor + segment,
             numbers: format!(
                 "rate {}, RTT {} (min {}, +{queue_pct:.0}%)",
                 show_rate(rate),
@@ -688,7 +789,9 @@ impl Auto {
             }
             self.carried = r.rate.max(view.recent_rate.unwrap_or(0.0))
                 * r.rt_prop.max(MIN_SIZING_RTT).as_secs_f64();
-            decision = if view.loss && self.state != State::StepAside {
+            decision = if let Some(dropped) = self.trains_read_low(&r, view.loss) {
+                dropped
+            } else if view.loss && self.state != State::StepAside {
                 self.on_loss(&r)
             } else {
                 self.steer(&r)
@@ -706,11 +809,12 @@ impl Auto {
             }
             // A flow that reaches the ceiling may be held by it: raise
             // it (the trains' estimate may be low).
-            if self
-                .pace_asked
-                .is_some_and(|asked| r.rate * (1.0 + PACE_GAIN / 2.0) >= asked)
-            {
-                self.ask_pace(r.rate, &mut decision);
+            if let Some(asked) = self.pace_asked {
+                if r.rate * (1.0 + PACE_GAIN / 2.0) >= asked {
+                    self.ask_pace(r.rate * (1.0 + PACE_GAIN), &mut decision);
+                } else if let Some(pace) = self.held_at_pace(&r, asked) {
+                    self.ask_pace(pace, &mut decision);
+                }
             }
         }
         if self.told.is_none() {

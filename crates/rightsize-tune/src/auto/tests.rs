@@ -719,6 +719,65 @@ fn rate_and_rtt_changing_together_are_followed() {
     }
 }
 
+/// 10 Mbit/s and 50 Mbit/s in turn, a second each (10 first), 40 ms RTT, a
+/// queue of 250 kB (the BDP at 50 Mbit/s), 20 s: trains read the slow
+/// second.
+fn every_second(spec: &str) -> Scenario {
+    let mut s = Scenario::benchmark(spec, 1.0);
+    s.seconds = 20.0;
+    let path = |rate_bps: f64| Path {
+        rate_bps,
+        base_rtt: 0.04,
+        queue_bytes: 250e3,
+        loss: 0.0,
+    };
+    s.path = path(10e6);
+    s.changes = (1..20)
+        .map(|i| (f64::from(i), path(if i % 2 == 1 { 50e6 } else { 10e6 })))
+        .collect();
+    s
+}
+
+#[test]
+fn trains_read_in_a_slow_moment_do_not_hold_the_flow_there() {
+    // Kept, the trains' 10 Mbit/s held the paced flow near it: each fast
+    // second the pace crept up by 1/32, each slow one drained it back
+    // (10.1 Mbit/s where the kernel's autotuning made 27.5 on the emulated
+    // path).
+    let auto = run(&every_second("auto"));
+    let kernel = run(&every_second("kernel"));
+    let dropped = auto
+        .log
+        .iter()
+        .find(|l| l.role == Role::Receiver && l.reason.contains("they read low"))
+        .unwrap_or_else(|| {
+            panic!(
+                "trains kept: {:#?}",
+                auto.log
+                    .iter()
+                    .filter(|l| l.role == Role::Receiver)
+                    .map(|l| format!("{:.2} {} {}", l.at, l.state, l.reason))
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(dropped.at < 3.0, "dropped at {:.2} s", dropped.at);
+    // The pace asked then is one no flow reaches.
+    assert!(dropped.actions.iter().any(
+        |a| matches!(a, Action::TellPeerPace(b) if b.get() * 8 >= crate::MAX_PLAUSIBLE_RATE_BPS / 2)
+    ));
+    eprintln!(
+        "auto {:.1} Mbit/s, kernel {:.1}",
+        mbps(auto.goodput),
+        mbps(kernel.goodput)
+    );
+    assert!(
+        auto.goodput >= 0.7 * kernel.goodput,
+        "auto {:.1} Mbit/s vs kernel {:.1}",
+        mbps(auto.goodput),
+        mbps(kernel.goodput)
+    );
+}
+
 /// A view of the receiver at `at_ms`: RTT 100 ms, the clamp read back as
 /// `clamp`, a loss or not.
 fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
@@ -996,8 +1055,11 @@ fn a_kernel_that_replaces_the_clamp_at_every_sample_does_not_stop_the_steering()
         let sample = read_back(at_ms, bytes, 4_000_000, 8_000_000, 4_000_000);
         note(&mut asked, auto.on_event(&sample));
     }
+    // Raised as the flow reaches it, until the flow carries 1/8 more than
+    // the trains said: then the ceiling is lifted.
+    let lifted = (crate::MAX_PLAUSIBLE_RATE_BPS / 8) as f64;
     assert!(
-        asked.len() >= 10 && asked.windows(2).all(|w| w[1] > w[0]),
+        asked.len() >= 3 && asked.windows(2).all(|w| w[1] > w[0]) && asked.last() == Some(&lifted),
         "the ceiling was not raised as the flow reached it: {asked:?}"
     );
 }
