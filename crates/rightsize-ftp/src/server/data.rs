@@ -369,9 +369,13 @@ impl IdleWatch {
         let (mut last, mut since) = (self.moved(), Instant::now());
         let mut stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
+            // The work may have ended before this thread first waits: the
+            // flag is read before each wait, or the transfer's end (and its
+            // reply) waited a whole tick (a 3 MB download that took 3 ms
+            // logged 1.001 s).
             stopped = self
                 .signal
-                .wait_timeout(stopped, tick)
+                .wait_timeout_while(stopped, tick, |stopped| !*stopped)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
             if *stopped {
@@ -798,5 +802,29 @@ fn receive(
     }
     TransferOutcome::Complete {
         bytes: progress.bytes.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_that_ends_at_once_is_not_held_by_the_watch() {
+        // The watch ticks every second for a long limit; work that ends
+        // before the watcher first waits must not wait that second (it
+        // did, in nearly every one of these).
+        let started = Instant::now();
+        for _ in 0..20 {
+            let outcome = IdleWatch::default().during(Duration::from_secs(60), || {
+                TransferOutcome::Complete { bytes: 0 }
+            });
+            assert!(matches!(outcome, TransferOutcome::Complete { bytes: 0 }));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "20 watches took {:?}: each waited for its tick",
+            started.elapsed()
+        );
     }
 }
