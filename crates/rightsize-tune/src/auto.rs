@@ -36,7 +36,10 @@
 //!   about the path's rate, not as a burst; and the trains measure the
 //!   path, not this flow's share of it (a server's clients that start
 //!   together each carry a part). The ceiling is raised when the flow
-//!   reaches it (trains that read low).
+//!   reaches it (trains that read low), by a gain that doubles while the
+//!   flow fills it with no queue; a flow that carries 1/8 more than the
+//!   trains said, with no queue, drops them and the pacing (they were
+//!   measured in a slow moment of a path whose rate changes).
 //! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16.
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
@@ -56,7 +59,10 @@
 //!   rate estimate restarts from that busy rate; if it stays where it was
 //!   while the window shrank (and did not climb during the round), the
 //!   path's RTT rose: the min-RTT restarts, and the window is the busy
-//!   rate (never more than before) x the new RTT. In `cruise` or `drain`,
+//!   rate (never more than before) x the new RTT. A path found slower by
+//!   more than a quarter is remembered for 10 s: a flow that then fills
+//!   its window with no queue, well below the rate before, ramps back
+//!   x1.5 per RTT. In `cruise` or `drain`,
 //!   a min-RTT that falls by 1/8 is a path that changed: back to
 //!   `startup`, towards the trains' capacity x the new RTT.
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
@@ -152,6 +158,12 @@ const OPEN_LEAD: f64 = 2.5;
 /// it by [`PACE_GAIN`]: trains that read low held the flow for seconds.
 const PACE_HELD: f64 = 1.0 / 16.0;
 const PACE_GAIN_MAX: f64 = 1.0 / 4.0;
+/// A drain that found the path slower by more than this share of the new
+/// rate is remembered for [`RECALL`]: a window-limited flow with no queue
+/// within that time, well below the rate before, ramps back x1.5 per RTT
+/// (`steer`'s `back_to_faster`).
+const RECALL_DROP: f64 = 1.0 / 4.0;
+const RECALL: Duration = Duration::from_secs(10);
 /// The flow carried this much more than the trains' capacity with no
 /// queue at all, in two readings a min-RTT or more apart: the trains read
 /// low (a path whose rate changes, measured in a slow moment). Trains on
@@ -354,6 +366,8 @@ struct Auto {
     /// with no queue ([`PACE_HELD`]), and the next raise's gain.
     held_at_pace: Option<Duration>,
     pace_gain: f64,
+    /// When a drain last found the path slower, and the rate before.
+    slower_from: Option<(Duration, f64)>,
     /// Since when the flow carries more than the trains' capacity allows
     /// ([`TRAINS_READ_LOW`]).
     above_trains: Option<Duration>,
@@ -412,6 +426,7 @@ impl Auto {
             held_at_pace: None,
             pace_gain: PACE_GAIN,
             above_trains: None,
+            slower_from: None,
             alone,
             hold: None,
             found: false,
