@@ -19,6 +19,9 @@ pub const PLOTS: &[&str] = &[
     "rcvbuf-over-time",
     "goodput-over-time",
     "rtt-over-time",
+    "cwnd-over-time",
+    "rwnd-over-time",
+    "retrans-over-time",
     "goodput-vs-memory",
 ];
 
@@ -42,6 +45,12 @@ pub enum Plot {
     GoodputOverTime,
     /// The sender's smoothed RTT over time, a line per tuner (the SOBAS paper).
     RttOverTime,
+    /// The sender's congestion window over time, a line per tuner.
+    CwndOverTime,
+    /// The window the receiver advertised over time, a line per tuner.
+    RwndOverTime,
+    /// The sender's retransmitted segments so far, over time, a line per tuner.
+    RetransOverTime,
     /// Mean goodput against mean peak receive buffer, a point per tuner
     /// and variant: the trade-off the source documents argue about.
     GoodputVsMemory,

@@ -151,13 +151,20 @@ fn the_quick_lab_reproduces_the_shapes_and_reports_them() {
     // The report, from the directory alone.
     let html = std::fs::read_to_string(out.join("report/index.html"))
         .unwrap_or_else(|e| panic!("index.html: {e}"));
-    // One inline plot per plot a scenario asks for (demo 2, drsftp 3,
-    // sobas 3, the others 1 each).
-    assert!(html.matches("<svg").count() >= 12, "plots inline");
+    // One inline plot per plot a scenario asks for (demo 8, drsftp 3,
+    // sobas 3, the others 1 each), and the headline at the top.
+    assert_eq!(html.matches("<svg").count(), 18, "plots inline");
+    assert!(
+        html.contains("<p class=\"headline\">Five buffer policies on a long fat path: auto made "),
+        "no headline"
+    );
     for plot in [
         "demo-goodput-by-tuner",
         "demo-goodput-vs-memory",
         "demo-goodput-over-time",
+        "demo-cwnd-over-time",
+        "demo-rwnd-over-time",
+        "demo-retrans-over-time",
         "drsftp-goodput-vs-size",
         "sobas-rtt-over-time",
         "perfsonar-goodput-by-tuner",

@@ -42,6 +42,82 @@ pub struct Section {
     pub invalid: Vec<InvalidRun>,
     /// Remarks: telemetry that was missing, runs of unknown tuners.
     pub notes: Vec<String>,
+    /// Each run's telemetry files, for links.
+    pub telemetry: Vec<RunFiles>,
+}
+
+/// A run's telemetry files, as paths relative to the lab directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFiles {
+    /// See [`Row`].
+    pub variant: String,
+    /// See [`Row`].
+    pub tuner: String,
+    /// The size the scenario asked for, bytes.
+    pub size_bytes: u64,
+    /// Repetition, from 1.
+    pub rep: usize,
+    /// Whether it counts in the statistics.
+    pub valid: bool,
+    /// The receiver's telemetry, if there is one.
+    pub client: Option<String>,
+    /// The sender's, if there is one.
+    pub server: Option<String>,
+}
+
+/// The report's one-line headline: in the first section with `auto` and
+/// `kernel` rows of one variant and size, auto's goodput and peak receive
+/// buffer against the kernel's; else the fastest row of the first section
+/// with a goodput. `None` without a valid run.
+pub fn headline(report: &Report) -> Option<String> {
+    let mean = |r: &Row| r.goodput_mbps.map(|m| m.mean);
+    for s in &report.sections {
+        for auto in s.rows.iter().filter(|r| r.tuner == "auto") {
+            let Some(kernel) = s.rows.iter().find(|k| {
+                k.tuner == "kernel" && k.variant == auto.variant && k.size_bytes == auto.size_bytes
+            }) else {
+                continue;
+            };
+            let (Some(ga), Some(gk)) = (mean(auto), mean(kernel)) else {
+                continue;
+            };
+            let memory = match (auto.peak_rcvbuf_bytes, kernel.peak_rcvbuf_bytes) {
+                (Some(ma), Some(mk)) if mk > 0.0 => format!(
+                    " with {} MB of peak receive buffer against {} MB ({:.2} x)",
+                    num(ma / 1e6),
+                    num(mk / 1e6),
+                    ma / mk
+                ),
+                _ => String::new(),
+            };
+            return Some(format!(
+                "{}: auto made {} Mbit/s, {:.2} x the kernel's autotuning ({} Mbit/s){memory}; {}, {}",
+                s.title,
+                num(ga),
+                ga / gk,
+                num(gk),
+                size_label(auto.size_bytes as f64),
+                auto.variant
+            ));
+        }
+    }
+    let section = report
+        .sections
+        .iter()
+        .find(|s| s.rows.iter().any(|r| mean(r).is_some()))?;
+    let best = section
+        .rows
+        .iter()
+        .filter(|r| mean(r).is_some())
+        .max_by(|a, b| mean(a).unwrap_or(0.0).total_cmp(&mean(b).unwrap_or(0.0)))?;
+    Some(format!(
+        "{}: fastest {} at {} Mbit/s; {}, {}",
+        section.title,
+        best.tuner,
+        num(mean(best).unwrap_or(0.0)),
+        size_label(best.size_bytes as f64),
+        best.variant
+    ))
 }
 
 /// A plot as drawn.
@@ -108,8 +184,17 @@ pub fn mean_ci_text(m: Option<MeanCi>) -> String {
     }
 }
 
+/// Buffers and retransmitted bytes in MB (10^6 bytes), as the plots and
+/// the "per MB" column count them; transfer sizes stay as the scenario
+/// asked for them (MiB).
 fn bytes_text(b: Option<f64>) -> String {
-    b.map_or_else(|| "—".to_owned(), size_label)
+    b.map_or_else(
+        || "—".to_owned(),
+        |b| match b {
+            0.0 => "0 MB".to_owned(),
+            b => format!("{} MB", num(b / 1e6)),
+        },
+    )
 }
 
 /// The cells of a row of the main table.

@@ -146,7 +146,11 @@ pub fn time_runs(plot: Plot, runs: &[RunView]) -> Vec<usize> {
         .filter(|(_, r)| r.is_valid() && r.asked_bytes() == size);
     match plot {
         Plot::RcvbufOverTime => at_size.map(|(i, _)| i).collect(),
-        Plot::GoodputOverTime | Plot::RttOverTime => {
+        Plot::GoodputOverTime
+        | Plot::RttOverTime
+        | Plot::CwndOverTime
+        | Plot::RwndOverTime
+        | Plot::RetransOverTime => {
             let mut first: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
             for (i, r) in at_size {
                 let key = (r.variant.as_str(), r.record.tuner.as_str());
@@ -165,7 +169,10 @@ pub fn time_runs(plot: Plot, runs: &[RunView]) -> Vec<usize> {
 
 /// Whether a time plot reads the sender's telemetry (else the receiver's).
 pub fn reads_sender(plot: Plot) -> bool {
-    plot == Plot::RttOverTime
+    matches!(
+        plot,
+        Plot::RttOverTime | Plot::CwndOverTime | Plot::RetransOverTime
+    )
 }
 
 /// A time plot's (seconds, y) points from a run's samples, y in the
@@ -175,6 +182,9 @@ pub fn time_points(plot: Plot, samples: &[Sample]) -> Vec<(f64, f64)> {
         Plot::RcvbufOverTime => s.rcvbuf_bytes.map(|b| b / MEGA),
         Plot::GoodputOverTime => s.interval_goodput_bps.map(|g| g / MEGA),
         Plot::RttOverTime => s.rtt_us.map(|us| us / 1e3),
+        Plot::CwndOverTime => s.snd_cwnd_bytes.map(|b| b / MEGA),
+        Plot::RwndOverTime => s.rcv_wnd_bytes.map(|b| b / MEGA),
+        Plot::RetransOverTime => s.total_retrans_segs,
         _ => None,
     };
     let points: Vec<(f64, f64)> = samples
@@ -384,12 +394,29 @@ pub fn figure(
             }
             fig.into()
         }
-        Plot::RcvbufOverTime | Plot::GoodputOverTime | Plot::RttOverTime => {
+        Plot::RcvbufOverTime
+        | Plot::GoodputOverTime
+        | Plot::RttOverTime
+        | Plot::CwndOverTime
+        | Plot::RwndOverTime
+        | Plot::RetransOverTime => {
             let (what, y_label) = match plot {
                 Plot::RcvbufOverTime => ("receiver's SO_RCVBUF over time", "SO_RCVBUF (MB)"),
                 Plot::GoodputOverTime => (
                     "receiver's goodput over time",
                     "goodput per interval (Mbit/s)",
+                ),
+                Plot::CwndOverTime => (
+                    "sender's congestion window over time",
+                    "congestion window (MB)",
+                ),
+                Plot::RwndOverTime => (
+                    "receiver's advertised window over time",
+                    "receive window (MB)",
+                ),
+                Plot::RetransOverTime => (
+                    "sender's retransmissions over time",
+                    "segments retransmitted so far",
                 ),
                 _ => ("sender's smoothed RTT over time", "RTT (ms)"),
             };
@@ -424,10 +451,10 @@ pub fn figure(
             } else {
                 "one run per tuner"
             };
-            // Goodput against what the path carries; a receive buffer
-            // against the BDP.
+            // Goodput against what the path carries; a receive buffer and
+            // the windows against the BDP.
             let refs = match plot {
-                Plot::RcvbufOverTime => runs
+                Plot::RcvbufOverTime | Plot::CwndOverTime | Plot::RwndOverTime => runs
                     .iter()
                     .find_map(|r| r.record.bdp_bytes)
                     .map(|bytes| RefLine {

@@ -131,9 +131,10 @@ fn client_jsonl() -> String {
             "{{\"kind\":\"decision\",\"t_s\":{t_s},\"event\":\"sample\",\"reason\":\"grow\"}}\n"
         ));
         t.push_str(&format!(
-            "{{\"kind\":\"sample\",\"t_s\":{t_s},\"interval_goodput_bps\":{},\"rcvbuf_bytes\":{},\"rtt_us\":100200}}\n",
+            "{{\"kind\":\"sample\",\"t_s\":{t_s},\"interval_goodput_bps\":{},\"rcvbuf_bytes\":{},\"rtt_us\":100200,\"rcv_wnd_bytes\":{}}}\n",
             mbps * 1_000_000,
-            (i + 1) * 1_000_000
+            (i + 1) * 1_000_000,
+            (i + 1) * 600_000
         ));
     }
     t.push_str("{\"kind\":\"final\",\"t_s\":0.5,\"bytes_retrans\":0}\n");
@@ -144,9 +145,11 @@ fn server_jsonl() -> String {
     (1..=4)
         .map(|i| {
             format!(
-                "{{\"kind\":\"sample\",\"t_s\":{},\"rtt_us\":{}}}\n",
+                "{{\"kind\":\"sample\",\"t_s\":{},\"rtt_us\":{},\"snd_cwnd_bytes\":{},\"total_retrans_segs\":{}}}\n",
                 0.1 * i as f64,
-                100_000 + 1000 * i
+                100_000 + 1000 * i,
+                500_000 * i,
+                3 * (i / 2)
             )
         })
         .collect()

@@ -5,9 +5,10 @@
 use std::fmt::Write;
 
 use super::doc::{
-    CLAIM_HEADS, INVALID_HEADS, ROW_HEADS, Report, Section, claim_cells, facts, invalid_cells,
-    row_cells,
+    CLAIM_HEADS, INVALID_HEADS, ROW_HEADS, Report, RunFiles, Section, claim_cells, facts, headline,
+    invalid_cells, row_cells,
 };
+use super::figure::size_label;
 
 /// `&`, `<`, `>`, `"` and `'` as entities.
 pub fn escape(text: &str) -> String {
@@ -30,7 +31,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:90%}\
 th,td{border:1px solid #bbb;padding:3px 7px;text-align:left;vertical-align:top}\
 th{background:#eee}td.n{text-align:right;white-space:nowrap}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
-.holds{color:#176a17}.fails{color:#a11}.note{color:#555}dt{font-weight:bold;float:left;width:7em}dd{margin-left:8em}";
+.headline{font-size:115%;font-weight:bold}.holds{color:#176a17}.fails{color:#a11}.note{color:#555}dt{font-weight:bold;float:left;width:7em}dd{margin-left:8em}";
 
 /// The whole page.
 pub fn render(report: &Report) -> String {
@@ -38,7 +39,11 @@ pub fn render(report: &Report) -> String {
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     h.push_str("<title>rightsize lab report</title>\n");
     let _ = writeln!(h, "<style>{STYLE}</style>\n</head>\n<body>");
-    h.push_str("<h1>rightsize lab report</h1>\n<dl>\n");
+    h.push_str("<h1>rightsize lab report</h1>\n");
+    if let Some(line) = headline(report) {
+        let _ = writeln!(h, "<p class=\"headline\">{}</p>", escape(&line));
+    }
+    h.push_str("<dl>\n");
     for (name, value) in facts(report) {
         let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(&value));
     }
@@ -113,6 +118,7 @@ fn section(h: &mut String, s: &Section) {
             s.invalid.iter().map(|r| (invalid_cells(r).to_vec(), "")),
         );
     }
+    telemetry_links(h, s);
     if !s.notes.is_empty() {
         h.push_str("<ul class=\"note\">\n");
         for n in &s.notes {
@@ -120,6 +126,43 @@ fn section(h: &mut String, s: &Section) {
         }
         h.push_str("</ul>\n");
     }
+}
+
+/// Each run's telemetry files, linked (the report sits in the lab
+/// directory's `report/`), folded away.
+fn telemetry_links(h: &mut String, s: &Section) {
+    let with_files: Vec<&RunFiles> = s
+        .telemetry
+        .iter()
+        .filter(|r| r.client.is_some() || r.server.is_some())
+        .collect();
+    if with_files.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<details><summary>Telemetry of each run ({}): JSON lines, a sample every interval and the tuner's decisions</summary>\n<ul>",
+        with_files.len()
+    );
+    for r in with_files {
+        let link = |name: &str, file: &Option<String>| {
+            file.as_ref().map_or_else(String::new, |f| {
+                format!(" <a href=\"../{}\">{name}</a>", escape(f))
+            })
+        };
+        let _ = writeln!(
+            h,
+            "<li>{} rep {} ({}, {}{}):{}{}</li>",
+            escape(&r.tuner),
+            r.rep,
+            escape(&r.variant),
+            size_label(r.size_bytes as f64),
+            if r.valid { "" } else { ", invalid" },
+            link("receiver", &r.client),
+            link("sender", &r.server)
+        );
+    }
+    h.push_str("</ul>\n</details>\n");
 }
 
 /// A table; each row with a CSS class for its last cell ("" for none).
@@ -197,6 +240,26 @@ mod tests {
                     why: "failed checks: idle_rtt".into(),
                 }],
                 notes: vec!["a <note>".into()],
+                telemetry: vec![
+                    RunFiles {
+                        variant: "path".into(),
+                        tuner: "auto".into(),
+                        size_bytes: 1 << 20,
+                        rep: 1,
+                        valid: true,
+                        client: Some("lfn/path/auto-rep1/client.jsonl".into()),
+                        server: Some("lfn/path/auto-rep1/1-retr.jsonl".into()),
+                    },
+                    RunFiles {
+                        variant: "path".into(),
+                        tuner: "auto".into(),
+                        size_bytes: 1 << 20,
+                        rep: 4,
+                        valid: false,
+                        client: None,
+                        server: None,
+                    },
+                ],
             }],
             claims: vec![ClaimRow {
                 scenario: "lfn".into(),
@@ -220,7 +283,15 @@ mod tests {
         assert!(page.contains("<h2 id=\"lfn\">Long &amp; fat</h2>"));
         assert!(page.contains("<p>Second &lt;b&gt;.</p>"));
         assert!(page.contains("<td class=\"n\">3 of 4</td><td class=\"n\">12.00 ± 4.97</td>"));
-        assert!(page.contains("<td class=\"n\">4 MiB</td><td>—</td><td class=\"n\">0 B</td>"));
+        assert!(page.contains("<td class=\"n\">4.19 MB</td><td>—</td><td class=\"n\">0 MB</td>"));
+        assert!(page.contains(
+            "<p class=\"headline\">Long &amp; fat: fastest auto at 12.00 Mbit/s; 1 MiB, path</p>"
+        ));
+        // Runs with telemetry are linked from the report's directory.
+        assert!(page.contains(
+            "<li>auto rep 1 (path, 1 MiB): <a href=\"../lfn/path/auto-rep1/client.jsonl\">receiver</a> <a href=\"../lfn/path/auto-rep1/1-retr.jsonl\">sender</a></li>"
+        ));
+        assert!(page.contains("Telemetry of each run (1)") && !page.contains("auto rep 4"));
         assert!(page.contains("failed checks: idle_rtt"));
         assert!(page.contains("<td class=\"holds\">holds</td>"));
         assert!(page.contains("<th>source</th>") && page.contains("<td>drsFTP paper</td>"));
@@ -231,15 +302,31 @@ mod tests {
     #[test]
     fn markdown_has_the_same_cells() {
         let md = super::super::markdown::render(&report());
-        assert!(
-            md.contains(
-                "| path | auto | 1 MiB | 3 of 4 | 12.00 ± 4.97 | 4 MiB | — | 0 B | — | — |"
-            )
-        );
+        assert!(md.contains(
+            "| path | auto | 1 MiB | 3 of 4 | 12.00 ± 4.97 | 4.19 MB | — | 0 MB | — | — |"
+        ));
         assert!(md.contains("- [goodput](lfn-goodput-vs-size.svg)"));
+        assert!(md.contains("**Long & fat: fastest auto at 12.00 Mbit/s; 1 MiB, path**"));
         assert!(md.contains(
             "| lfn | drsFTP paper | auto > stock | 5.00 | 6.00 (path, 1 MiB) | ≥ 2.00 | holds |"
         ));
+    }
+
+    #[test]
+    fn the_headline_compares_auto_with_the_kernel_where_both_ran() {
+        let mut r = report();
+        let mut kernel = r.sections[0].rows[0].clone();
+        kernel.tuner = "kernel".into();
+        kernel.goodput_mbps = mean_ci(&[24.0]);
+        kernel.peak_rcvbuf_bytes = Some(33_554_432.0);
+        r.sections[0].rows.push(kernel);
+        assert_eq!(
+            super::super::doc::headline(&r).as_deref(),
+            Some(
+                "Long & fat: auto made 12.00 Mbit/s, 0.50 x the kernel's autotuning (24.00 Mbit/s) \
+                 with 4.19 MB of peak receive buffer against 33.55 MB (0.12 x); 1 MiB, path"
+            )
+        );
     }
 
     #[test]

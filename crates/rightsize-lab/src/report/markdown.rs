@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use super::doc::{
-    CLAIM_HEADS, INVALID_HEADS, ROW_HEADS, Report, claim_cells, facts, invalid_cells, row_cells,
+    CLAIM_HEADS, INVALID_HEADS, ROW_HEADS, Report, claim_cells, facts, headline, invalid_cells,
+    row_cells,
 };
 
 /// Text made safe for a Markdown table cell: no line breaks, `|` and the
@@ -28,6 +29,9 @@ pub fn escape(text: &str) -> String {
 /// The whole summary.
 pub fn render(report: &Report) -> String {
     let mut m = String::from("# rightsize lab report\n\n");
+    if let Some(line) = headline(report) {
+        let _ = writeln!(m, "**{}**\n", escape(&line));
+    }
     for (name, value) in facts(report) {
         let _ = writeln!(m, "- {name}: {}", escape(&value));
     }

@@ -51,7 +51,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, anyhow};
 
-use self::doc::{PlotOut, Report, Section, plot_name};
+use self::doc::{PlotOut, Report, RunFiles, Section, plot_name};
 use self::figure::{Figure, reads_sender, time_points, time_runs};
 use self::table::{CEILING_SHARE, ClaimRow, Reach, RunView};
 use self::telemetry::Sample;
@@ -268,6 +268,29 @@ fn scenario_section(
             )
         })
         .collect();
+    let relative = |path: &Path| {
+        path.is_file().then(|| {
+            path.strip_prefix(dir)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    let telemetry = runs
+        .iter()
+        .map(|r| {
+            let run_dir = load::run_path(dir, &r.record);
+            RunFiles {
+                variant: r.variant.clone(),
+                tuner: r.record.tuner.clone(),
+                size_bytes: r.asked_bytes(),
+                rep: r.record.rep,
+                valid: r.is_valid(),
+                client: relative(&load::client_telemetry(&run_dir)),
+                server: load::server_telemetry(&run_dir).and_then(|p| relative(&p)),
+            }
+        })
+        .collect();
     let section = Section {
         name: checked.name.clone(),
         title: checked.scenario.title.clone(),
@@ -276,6 +299,7 @@ fn scenario_section(
         invalid: table::invalid_runs(&runs),
         rows,
         notes,
+        telemetry,
     };
     Ok((section, claims, pngs))
 }

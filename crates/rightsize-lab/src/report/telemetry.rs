@@ -24,6 +24,12 @@ pub struct Sample {
     pub rcvbuf_bytes: Option<f64>,
     /// The smoothed RTT (`tcpi_rtt`), microseconds.
     pub rtt_us: Option<f64>,
+    /// The congestion window (`tcpi_snd_cwnd` x MSS), bytes.
+    pub snd_cwnd_bytes: Option<f64>,
+    /// The window this end advertised (`tcpi_rcv_wnd`), bytes.
+    pub rcv_wnd_bytes: Option<f64>,
+    /// Segments retransmitted so far (`tcpi_total_retrans`).
+    pub total_retrans_segs: Option<f64>,
 }
 
 /// Every sample of a telemetry stream, in order.
@@ -87,6 +93,9 @@ pub fn sample_of(line: &str) -> Option<Sample> {
                 interval_goodput_bps: number_field(line, "interval_goodput_bps"),
                 rcvbuf_bytes: number_field(line, "rcvbuf_bytes"),
                 rtt_us: number_field(line, "rtt_us"),
+                snd_cwnd_bytes: number_field(line, "snd_cwnd_bytes"),
+                rcv_wnd_bytes: number_field(line, "rcv_wnd_bytes"),
+                total_retrans_segs: number_field(line, "total_retrans_segs"),
             });
         }
     } else if !line.contains("\"sample\"") {
@@ -101,6 +110,9 @@ pub fn sample_of(line: &str) -> Option<Sample> {
         interval_goodput_bps: value["interval_goodput_bps"].as_f64(),
         rcvbuf_bytes: value["rcvbuf_bytes"].as_f64(),
         rtt_us: value["rtt_us"].as_f64(),
+        snd_cwnd_bytes: value["snd_cwnd_bytes"].as_f64(),
+        rcv_wnd_bytes: value["rcv_wnd_bytes"].as_f64(),
+        total_retrans_segs: value["total_retrans_segs"].as_f64(),
     })
 }
 
@@ -124,7 +136,7 @@ mod tests {
     const TEXT: &str = concat!(
         "{\"kind\":\"header\",\"version\":\"0.1.0\",\"role\":\"client\"}\n",
         "{\"kind\":\"decision\",\"t_s\":0.01,\"event\":\"sample\",\"reason\":\"x\"}\n",
-        "{\"kind\":\"sample\",\"t_s\":0.1,\"bytes\":1,\"interval_goodput_bps\":1000000,\"rcvbuf_bytes\":131072,\"rtt_us\":100200,\"min_rtt_us\":100000}\n",
+        "{\"kind\":\"sample\",\"t_s\":0.1,\"bytes\":1,\"interval_goodput_bps\":1000000,\"rcvbuf_bytes\":131072,\"rtt_us\":100200,\"min_rtt_us\":100000,\"snd_cwnd_bytes\":14480,\"total_retrans_segs\":2,\"rcv_wnd_bytes\":65536}\n",
         "{\"kind\":\"sample\",\"t_s\":0.2,\"interval_goodput_bps\":5e6,\"rcvbuf_bytes\":262144,\"rtt_us\":101000}\n",
         "{ \"t_s\": 0.3, \"kind\": \"sample\", \"interval_goodput_bps\": 9000000 }\n",
         "{\"kind\":\"sample\",\"t_s\":0.4,\"interval_goo",
@@ -141,6 +153,9 @@ mod tests {
                 interval_goodput_bps: Some(1e6),
                 rcvbuf_bytes: Some(131072.0),
                 rtt_us: Some(100200.0),
+                snd_cwnd_bytes: Some(14480.0),
+                rcv_wnd_bytes: Some(65536.0),
+                total_retrans_segs: Some(2.0),
             }
         );
         assert_eq!(got[1].interval_goodput_bps, Some(5e6));
