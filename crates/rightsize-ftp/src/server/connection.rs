@@ -368,14 +368,14 @@ impl Conn {
                     }
                 }
                 Output::Delay(pause) => thread::sleep(pause),
+                // Work that could not start is over at once: what the
+                // session says to that comes before the rest.
                 Output::Transfer(plan) => {
                     if let Err(outcome) = self.start_transfer(plan) {
                         let more = self
                             .session
                             .transfer_done(outcome, &mut self.host, now_unix());
-                        for (i, o) in more.into_iter().enumerate() {
-                            queue.insert(i, o);
-                        }
+                        put_first(&mut queue, more);
                     }
                 }
                 Output::Checksum(job) => {
@@ -383,9 +383,7 @@ impl Conn {
                         let more = self
                             .session
                             .checksum_done(outcome, &mut self.host, now_unix());
-                        for (i, o) in more.into_iter().enumerate() {
-                            queue.insert(i, o);
-                        }
+                        put_first(&mut queue, more);
                     }
                 }
                 Output::Abort => {
@@ -921,3 +919,10 @@ fn control_open(control: &TcpStream) -> bool {
 /// How long to wait for a dying client's control-connection FIN after its
 /// data connection ended.
 const CONTROL_CHECK: Duration = Duration::from_millis(20);
+
+/// Puts `outputs` before the rest of `queue`, in their order.
+fn put_first(queue: &mut VecDeque<Output>, outputs: Vec<Output>) {
+    for output in outputs.into_iter().rev() {
+        queue.push_front(output);
+    }
+}
