@@ -249,8 +249,10 @@ pub fn run(
     let observer = stream.try_clone().ok();
     let started = Instant::now();
     let aborted = || abort.is_aborted();
-    let may_commit = || !abort.is_aborted() && client_alive();
     let idle = IdleWatch::default();
+    // Not after the idle watch shut the connection down: the end of the
+    // data that a stream-mode upload then reads is the cut.
+    let may_commit = || !abort.is_aborted() && !idle.fired() && client_alive();
     idle.add(&stream);
     report.outcome = idle.during(params.idle_timeout, || {
         transfer(stream, flow, params, progress, &aborted, &may_commit)
@@ -325,8 +327,8 @@ impl IdleWatch {
 
     /// Runs `work` while a thread watches the connections added (before
     /// and during it); after `limit` without movement of any, shuts them
-    /// all down, and the work fails at once. A transfer that failed
-    /// after the watch fired ends as a network error that says so.
+    /// all down, and the work fails at once. Work that ended after the
+    /// watch fired, however it ended, is a network error that says so.
     pub(super) fn during(
         &self,
         limit: Duration,
@@ -341,13 +343,20 @@ impl IdleWatch {
             self.signal.notify_all();
             outcome
         });
-        match outcome {
-            TransferOutcome::Complete { .. } => outcome,
-            _ if self.fired.load(Ordering::SeqCst) => {
-                TransferOutcome::NetworkError(idle_timeout().to_string())
-            }
-            _ => outcome,
+        // Once the watch fired, the work's end is the watch's doing, even
+        // when it reads as complete: an upload in stream mode ends at the
+        // end of the data, and a connection shut down reads as that end
+        // (a 20 MB upload cut by a 7 s outage was kept as complete at
+        // 3.2 MB, under its final name).
+        if self.fired() {
+            return TransferOutcome::NetworkError(idle_timeout().to_string());
         }
+        outcome
+    }
+
+    /// Whether the watch fired (and shut the connections down).
+    pub(super) fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
     }
 
     /// How many connections, and the bytes they moved; a new connection is
@@ -808,6 +817,33 @@ fn receive(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upload_cut_by_the_watch_is_not_complete() {
+        // A client that connects and then sends nothing: the watch shuts
+        // the connection down, and the read sees what looks like the end
+        // of the data.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let _client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (mut server, _) = listener.accept().expect("accept");
+        let watch = IdleWatch::default();
+        watch.add(&server);
+        let outcome = watch.during(Duration::from_millis(300), || {
+            let mut buf = [0u8; 1024];
+            let mut bytes = 0;
+            loop {
+                match std::io::Read::read(&mut server, &mut buf) {
+                    Ok(0) => return TransferOutcome::Complete { bytes },
+                    Ok(n) => bytes += n as u64,
+                    Err(e) => return TransferOutcome::NetworkError(e.to_string()),
+                }
+            }
+        });
+        assert!(
+            matches!(&outcome, TransferOutcome::NetworkError(why) if why.contains("idle timeout")),
+            "{outcome:?}"
+        );
+    }
 
     #[test]
     fn work_that_ends_at_once_is_not_held_by_the_watch() {
