@@ -167,7 +167,7 @@ const RECALL: Duration = Duration::from_secs(10);
 /// The flow carried this much more than the trains' capacity with no
 /// queue at all, in two readings a min-RTT or more apart: the trains read
 /// low (a path whose rate changes, measured in a slow moment). Trains on
-/// the benchmark paths read up to 8% low or 28% high, and a flow reaches
+/// the benchmark paths read 1 to 2% low, or up to 28% high, and a flow reaches
 /// a path's rate, not beyond it.
 const TRAINS_READ_LOW: f64 = 1.0 / 8.0;
 /// A sender's ceiling up to this much above the one asked for is taken

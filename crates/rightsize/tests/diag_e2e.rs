@@ -58,6 +58,19 @@ fn spec(dir: &Path, name: &str, extra: &str, left: &str, right: &str) -> std::pa
     path
 }
 
+/// The path with no limit of its own: bbr on both hosts and a queue of
+/// 2 x BDP (cubic's slow start, and bbr's startup at a 1 x BDP queue,
+/// overflowed it: see the near-capacity test).
+fn fine_spec(dir: &Path) -> std::path::PathBuf {
+    spec(
+        dir,
+        "fine",
+        "queue = \"2bdp\"",
+        "congestion = \"bbr\"",
+        "congestion = \"bbr\"",
+    )
+}
+
 /// Runs its arguments once `right:2121` accepts a connection (10 s at most).
 const WAIT_FOR_SERVER: &str = "for i in $(seq 100); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && exec \"$@\"; sleep 0.1; done; echo 'no server on right:2121' >&2; exit 1";
 
@@ -236,13 +249,7 @@ fn a_fine_path_is_near_its_capacity() {
     // capacity with 70 segments retransmitted (CI); bbr's startup (pacing
     // gain 2.89) overflowed a 1 x BDP queue too, 408 segments in one CI
     // run. "congestion" was then what happened.
-    let fine = spec(
-        dir.path(),
-        "fine",
-        "queue = \"2bdp\"",
-        "congestion = \"bbr\"",
-        "congestion = \"bbr\"",
-    );
+    let fine = fine_spec(dir.path());
     // One more run when the first found congestion: bbr's startup on a
     // loaded 2-core host still overflowed the 2 x BDP queue now and then
     // (114 segments, 0.62% of the bytes, in one full-suite run). Twice in
@@ -303,13 +310,7 @@ fn a_rate_that_drops_every_second_is_unknown_not_near_capacity() {
 fn a_sender_starved_of_cpu_is_application_limited() {
     let _one = lock();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let fine = spec(
-        dir.path(),
-        "starved",
-        "queue = \"2bdp\"",
-        "congestion = \"bbr\"",
-        "congestion = \"bbr\"",
-    );
+    let fine = fine_spec(dir.path());
     // The doctor (the sender) gets 1 ms of CPU a second: it fills its
     // socket buffer in that millisecond, and the path drains it in a
     // fraction of the second; then nothing is in flight until the next.
