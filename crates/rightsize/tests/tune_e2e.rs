@@ -180,10 +180,11 @@ fn the_extension_carries_reports_and_sizes_both_ways() {
     // A download: the sending server reports its TCP_INFO to the client,
     // and the receiving client asks it for a pacing ceiling from its
     // packet trains. On loopback the trains cross the data, which may
-    // take them all: downloads are tried until the client asked (five at
-    // most).
+    // take them all: downloads are tried until the client asked (twelve
+    // at most: five missed in 1 run of 5, and in 1 of 8 with the tuner
+    // of before, on a 2-core host).
     let mut asked = false;
-    for attempt in 1..=5 {
+    for attempt in 1..=12 {
         let client_telemetry = dir.path().join(format!("client-{attempt}.jsonl"));
         let get = rightsize(&[
             "get",
@@ -209,7 +210,7 @@ fn the_extension_carries_reports_and_sizes_both_ways() {
     }
     assert!(
         asked,
-        "in five downloads the client never asked for a pacing ceiling"
+        "in twelve downloads the client never asked for a pacing ceiling"
     );
     // The sending server set the ceiling asked for on its data socket.
     let paced = std::fs::read_dir(&telemetry)
