@@ -259,6 +259,8 @@ fn receiver_sample(flow: &Flow) -> Sample {
         bytes: flow.received as u64,
         tcp_info: Some(TcpInfoSample {
             snd_mss_bytes: MSS as u32,
+            rcv_mss_bytes: MSS as u32,
+            data_segs_in: Some((flow.received / MSS) as u32),
             rcv_rtt_us: us(flow.srtt),
             rcv_wnd_bytes: Some(flow.advertised() as u32),
             rcv_ssthresh_bytes: flow.rcv_ssthresh() as u32,
