@@ -492,6 +492,50 @@ fn a_loss_just_after_a_queue_is_the_queues() {
     assert!(!reason.contains("ride out"), "{reason}");
 }
 
+/// `event` with the kernel's congestion-avoidance state `ca_state`.
+fn in_state(event: Event, ca_state: u8) -> Event {
+    let Event::Sample(mut sample) = event else {
+        unreachable!("a sample")
+    };
+    if let Some(info) = sample.tcp_info.as_mut() {
+        info.ca_state = ca_state;
+    }
+    Event::Sample(sample)
+}
+
+#[test]
+fn the_retransmissions_of_a_queues_overflow_are_the_queues_after_it_drained() {
+    let (mut auto, base) = started();
+    // The queue overflows: the first loss comes with the RTT up 14%.
+    let full = flowing(&base, 114);
+    auto.on_event(&with_retrans(full.event(), 1448));
+    // The recovery retransmits for half a second more, the queue long
+    // drained: one episode, the queue's, and no ride-out.
+    let drained = flowing(&base, 100);
+    for (i, at_ms) in (525..=1000).step_by(25).enumerate() {
+        let lost = 1448 * (2 + i as u64);
+        let d = auto.on_event(&in_state(
+            with_retrans(later(&drained, at_ms).event(), lost),
+            CA_RECOVERY,
+        ));
+        let reason = d
+            .record
+            .as_ref()
+            .map(|r| r.reason.clone())
+            .unwrap_or_default();
+        assert!(!reason.contains("ride out"), "{at_ms} ms: {reason}");
+        assert!(
+            sndbufs(&d).iter().all(|&b| b < 585_938),
+            "{at_ms} ms: {:?}",
+            sndbufs(&d)
+        );
+    }
+    // Recovered, three RTTs later a segment is lost with no queue: the path's.
+    let d = auto.on_event(&with_retrans(later(&drained, 1300).event(), 1448 * 40));
+    let reason = d.record.map(|r| r.reason).unwrap_or_default();
+    assert!(reason.contains("ride out a recovery"), "{reason}");
+}
+
 #[test]
 fn a_path_that_gets_fast_again_is_not_held_back() {
     // The changing benchmark path: 200 Mbit/s x 100 ms, 50 Mbit/s x 160 ms
