@@ -630,6 +630,25 @@ impl Auto {
                 ),
             );
         }
+        // A loss at a full window whose standing queue is a small part of
+        // the deepest queue this path has shown cannot be that queue's
+        // overflow: the path's.
+        if at_target
+            && self.deepest_queue >= super::DEEP_QUEUE
+            && standing < super::SHALLOW_SHARE * self.deepest_queue
+        {
+            return self.step_aside(
+                r,
+                RIDE_OUT_BDPS,
+                format!(
+                    "loss with a standing queue of {:.1}%, where the path has queued {:.0}%: \
+                     the path's; the window rides out a recovery; {}",
+                    standing * 100.0,
+                    self.deepest_queue * 100.0,
+                    r.numbers
+                ),
+            );
+        }
         // Alone, a loss with no queue at all is the path's: with its
         // window near the BDP a receiver alone cannot ride out a recovery
         // (the sender may not send past the hole's window), so random
