@@ -34,15 +34,20 @@ pub enum Capability {
     /// `TUNE`: the server takes `SITE RIGHTSIZE TUNE <tuner>`, the tuner
     /// of the session's later data connections.
     Tune,
+    /// `PART`: the server keeps a cut upload hidden, answers `SITE
+    /// RIGHTSIZE PART <path>` with its size, and continues it on `REST`
+    /// and `STOR` of the path.
+    Part,
 }
 
 impl Capability {
     /// Every capability this version knows, in FEAT order.
-    pub const ALL: [Capability; 4] = [
+    pub const ALL: [Capability; 5] = [
         Capability::Sbuf,
         Capability::Info,
         Capability::Host,
         Capability::Tune,
+        Capability::Part,
     ];
 
     /// The name in the FEAT line, upper case.
@@ -52,11 +57,12 @@ impl Capability {
             Capability::Info => "INFO",
             Capability::Host => "HOST",
             Capability::Tune => "TUNE",
+            Capability::Part => "PART",
         }
     }
 }
 
-/// The `RIGHTSIZE` line of a FEAT reply: `RIGHTSIZE SBUF;INFO;HOST;TUNE;` (RFC 2389
+/// The `RIGHTSIZE` line of a FEAT reply: `RIGHTSIZE SBUF;INFO;HOST;TUNE;PART;` (RFC 2389
 /// section 3.2 feature line, capabilities separated by `;`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RightsizeFeature {
@@ -104,7 +110,7 @@ impl RightsizeFeature {
         &self.capabilities
     }
 
-    /// The feature line without its leading space: `RIGHTSIZE SBUF;INFO;HOST;TUNE;`.
+    /// The feature line without its leading space: `RIGHTSIZE SBUF;INFO;HOST;TUNE;PART;`.
     pub fn feat_line(&self) -> String {
         let mut line = format!("{EXTENSION} ");
         for c in &self.capabilities {

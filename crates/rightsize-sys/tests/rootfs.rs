@@ -603,3 +603,60 @@ fn proc_magic_links_are_refused() {
     assert!(names.contains(&"status".to_owned()) && !names.contains(&"cwd".to_owned()));
     assert_eq!(proc_self.metadata(b"status").unwrap().kind, Kind::File);
 }
+
+#[test]
+fn a_kept_store_is_hidden_continued_from_its_rest_point_and_cleared_by_a_commit() {
+    let fx = fixture();
+    // A cut upload is kept: hidden, not under its name, its size known.
+    let mut cut = fx.root.begin_store(b"sub/big.bin", Keep::Nothing).unwrap();
+    cut.file().write_all(b"0123456789").unwrap();
+    assert_eq!(cut.keep().unwrap(), Some(10));
+    assert!(!fx.dir.join("sub/big.bin").exists());
+    assert_eq!(
+        temp_files(&fx.dir.join("sub")),
+        [".rightsize-part.big.bin.kept"]
+    );
+    assert_eq!(
+        names(&fx.root.read_dir(b"sub").unwrap()),
+        ["b.txt", "back", "deeper"]
+    );
+    assert_eq!(fx.root.kept_part(b"sub/big.bin").unwrap(), Some(10));
+    assert_eq!(fx.root.kept_part(b"sub/b.txt").unwrap(), None);
+    // A rest point beyond it is refused, and the part stays.
+    assert!(matches!(
+        fx.root.begin_store(b"sub/big.bin", Keep::Prefix(11)),
+        Err(RootError::RestBeyondEnd {
+            offset_bytes: 11,
+            len_bytes: 10,
+            ..
+        })
+    ));
+    assert_eq!(fx.root.kept_part(b"sub/big.bin").unwrap(), Some(10));
+    // REST 8 and STOR: the part's first 8 bytes, then the new ones.
+    let mut more = fx
+        .root
+        .begin_store(b"sub/big.bin", Keep::Prefix(8))
+        .unwrap();
+    assert_eq!(more.written_from(), 8);
+    assert_eq!(fx.root.kept_part(b"sub/big.bin").unwrap(), None);
+    more.file().write_all(b"89abc").unwrap();
+    assert_eq!(more.commit().unwrap(), 13);
+    assert_eq!(read(&fx.root, "sub/big.bin"), "0123456789abc");
+    assert!(temp_files(&fx.dir.join("sub")).is_empty());
+    // A part kept of an overwrite is cleared by the next whole store.
+    let mut cut = fx.root.begin_store(b"a.txt", Keep::Nothing).unwrap();
+    cut.file().write_all(b"half").unwrap();
+    assert_eq!(cut.keep().unwrap(), Some(4));
+    assert_eq!(read(&fx.root, "a.txt"), "hello");
+    let mut whole = fx.root.begin_store(b"a.txt", Keep::Nothing).unwrap();
+    whole.file().write_all(b"whole").unwrap();
+    whole.commit().unwrap();
+    assert_eq!(fx.root.kept_part(b"a.txt").unwrap(), None);
+    assert!(temp_files(&fx.dir).is_empty());
+    // A name too long for a kept part is not kept.
+    let long = "n".repeat(250);
+    let mut cut = fx.root.begin_store(long.as_bytes(), Keep::Nothing).unwrap();
+    cut.file().write_all(b"x").unwrap();
+    assert_eq!(cut.keep().unwrap(), None);
+    assert!(temp_files(&fx.dir).is_empty());
+}

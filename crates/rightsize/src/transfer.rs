@@ -105,9 +105,10 @@ pub struct TransferArgs {
     pub active: bool,
 
     /// Resume, as curl's -C - and lftp's get -c: get continues after the bytes of the part file
-    /// (.NAME.rightsize-part) that an interrupted or failed get kept; put continues after the bytes
-    /// the server already has under the name (SIZE). Both ask the server with REST; one that
-    /// refuses it is an error, and the part file stays. With --verify the checksum covers the whole
+    /// (.NAME.rightsize-part) that an interrupted or failed get kept; put continues after the part
+    /// of a cut upload that rightsize serve kept (SITE RIGHTSIZE PART), else after the bytes the
+    /// server already has under the name (SIZE). Both ask the server with REST; one that refuses
+    /// it is an error, and the part file stays. With --verify the checksum covers the whole
     /// file.
     #[arg(short = 'C', long = "continue")]
     pub resume: bool,

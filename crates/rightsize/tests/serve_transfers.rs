@@ -1,7 +1,8 @@
 //! Uploads and restarts against `rightsize serve` from a raw client: REST
 //! for downloads and uploads, APPE, atomic STOR (an interrupted upload never
-//! appears under its final name), write permission, and the same USER reply
-//! for known and unknown users.
+//! appears under its final name; it is kept hidden and `put -C` continues
+//! it), write permission, and the same USER reply for known and unknown
+//! users.
 #![allow(clippy::unwrap_used)]
 
 mod serve_support;
@@ -94,30 +95,51 @@ fn stor_rest_and_appe_upload_at_an_offset() {
 }
 
 #[test]
-fn an_interrupted_upload_never_appears_under_its_final_name() {
+fn an_interrupted_upload_never_appears_under_its_final_name_and_rest_continues_it() {
     let f = Fixture::new();
     let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
     let data_addr = c.epsv();
     let mut data = TcpStream::connect(data_addr).unwrap();
     assert_eq!(c.cmd("STOR pub/half.bin").code(), 150);
-    data.write_all(&random_bytes(1 << 20, 3)).unwrap();
+    let content = random_bytes(2 << 20, 3);
+    data.write_all(&content[..1 << 20]).unwrap();
     // While it runs, the final name does not exist.
     std::thread::sleep(Duration::from_millis(100));
     assert!(!f.file("pub/half.bin").exists());
-    // The client dies: both connections close at once.
-    drop(c);
+    // The client dies: both connections close at once (the data one
+    // first: all it carried arrives). What arrived is kept, hidden.
     drop(data);
+    drop(c);
+    let kept_name = ".rightsize-part.half.bin.kept";
     let deadline = Instant::now() + Duration::from_secs(10);
-    while f.names() != ["ten.txt"] && Instant::now() < deadline {
+    while f.names() != [kept_name, "ten.txt"] && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(
         f.names(),
-        ["ten.txt"],
-        "a partial upload or its temporary file was left"
+        [kept_name, "ten.txt"],
+        "a partial upload was left under its name, or not kept"
     );
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    assert!(!c.cmd("LIST pub").text().contains("half"));
+    assert_eq!(c.cmd("SIZE pub/half.bin").code(), 550);
+    let part = c.cmd("SITE RIGHTSIZE PART pub/half.bin");
+    assert_eq!(part.code(), 213, "{part:?}");
+    let kept: usize = part.text().trim().parse().unwrap();
+    assert_eq!(kept, 1 << 20);
+    // REST and STOR continue it; beyond it, refused and still kept.
+    assert_eq!(c.cmd(&format!("REST {}", kept + 1)).code(), 350);
+    let beyond = c.store("STOR pub/half.bin", b"x");
+    assert!(beyond.code() >= 451, "{beyond:?}");
+    assert_eq!(c.cmd(&format!("REST {kept}")).code(), 350);
+    assert_eq!(c.store("STOR pub/half.bin", &content[kept..]).code(), 226);
+    assert!(std::fs::read(f.file("pub/half.bin")).unwrap() == content);
+    assert_eq!(f.names(), ["half.bin", "ten.txt"]);
+    assert_eq!(c.cmd("SITE RIGHTSIZE PART pub/half.bin").code(), 550);
+    assert_eq!(c.cmd("DELE pub/half.bin").code(), 250);
+    drop(c);
 
-    // ABOR mid-upload: same.
+    // ABOR mid-upload: nothing kept.
     let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
     let data_addr = c.epsv();
     let mut data = TcpStream::connect(data_addr).unwrap();
@@ -801,6 +823,46 @@ fn a_download_cut_by_a_server_killed_midway_resumes_from_the_restarted_server() 
         "the resumed file differs"
     );
     assert!(!part.exists(), "the part file is left");
+}
+
+#[test]
+fn put_c_continues_the_part_a_server_kept_of_a_cut_upload() {
+    let f = Fixture::new();
+    let content = random_bytes(6 << 20, 21);
+    let local = f.dir.path().join("big.bin");
+    std::fs::write(&local, &content).unwrap();
+    // A first upload whose client dies after 2 MiB: both connections close
+    // at once.
+    let mut c = Control::login(f.serve.addr, "alice", "pw-alice");
+    let data_addr = c.epsv();
+    let mut data = TcpStream::connect(data_addr).unwrap();
+    assert_eq!(c.cmd("STOR pub/big.bin").code(), 150);
+    data.write_all(&content[..2 << 20]).unwrap();
+    drop(data);
+    drop(c);
+    let mut probe = Control::login(f.serve.addr, "alice", "pw-alice");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kept = loop {
+        let reply = probe.cmd("SITE RIGHTSIZE PART pub/big.bin");
+        if reply.code() == 213 {
+            break reply.text().trim().parse::<u64>().unwrap();
+        }
+        assert!(Instant::now() < deadline, "nothing kept: {reply:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(kept, 2 << 20);
+    let url = format!("ftp://alice:pw-alice@{}/pub/big.bin", f.serve.addr);
+    let report = json_of(&[
+        "put",
+        "-C",
+        "--verify",
+        local.to_str().unwrap(),
+        &url,
+        "--json",
+    ]);
+    assert_eq!(report["resumed_bytes"].as_u64(), Some(kept), "{report}");
+    assert!(std::fs::read(f.file("pub/big.bin")).unwrap() == content);
+    assert_eq!(f.names(), ["big.bin", "ten.txt"]);
 }
 
 #[test]

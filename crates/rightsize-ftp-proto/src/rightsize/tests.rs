@@ -19,13 +19,13 @@ fn port(p: u16) -> Option<NonZeroU16> {
 fn the_offered_feat_line() {
     assert_eq!(
         RightsizeFeature::offered().feat_line(),
-        "RIGHTSIZE SBUF;INFO;HOST;TUNE;"
+        "RIGHTSIZE SBUF;INFO;HOST;TUNE;PART;"
     );
 }
 
 #[test]
 fn feat_line_parsing_skips_unknown_capabilities() {
-    let f = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;HOST;TUNE;").unwrap();
+    let f = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;HOST;TUNE;PART;").unwrap();
     assert_eq!(f, RightsizeFeature::offered());
     // A server from before HOST and TUNE.
     let old = RightsizeFeature::parse(" RIGHTSIZE SBUF;INFO;").unwrap();

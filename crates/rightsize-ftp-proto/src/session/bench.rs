@@ -203,6 +203,13 @@ impl<H: ServerHost> ServerHost for BenchHost<H> {
     fn set_tuner(&mut self, spec: &str) -> Result<String, String> {
         self.inner.set_tuner(spec)
     }
+
+    fn kept_part(&mut self, path: &VirtualPath) -> Result<Option<u64>, FsError> {
+        if in_namespace(path) {
+            return Ok(None);
+        }
+        self.inner.kept_part(path)
+    }
 }
 
 #[cfg(test)]

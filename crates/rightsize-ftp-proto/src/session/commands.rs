@@ -240,7 +240,7 @@ pub(super) fn dispatch(
         ),
         Command::Site(SiteCommand::Sbuf(size)) | Command::Sbuf(size) => set_sbuf(session, size),
         Command::Site(SiteCommand::Other(site)) if site.name().eq_ignore_ascii_case(crate::rightsize::EXTENSION) => {
-            super::rightsize::site(host, site.args().map(|a| a.as_bytes()))
+            super::rightsize::site(session, host, site.args().map(|a| a.as_bytes()))
         }
         Command::Site(_) => reply(500, "Unknown SITE command."),
         Command::Cksm { algorithm, offset, length, path } => checksum(session, host, algorithm.as_str(), offset, length, &path),
@@ -299,7 +299,7 @@ fn pass_command(
     }
 }
 
-fn resolve(session: &Session, arg: &[u8]) -> Result<VirtualPath, Vec<Output>> {
+pub(super) fn resolve(session: &Session, arg: &[u8]) -> Result<VirtualPath, Vec<Output>> {
     session
         .cwd
         .resolve(arg)

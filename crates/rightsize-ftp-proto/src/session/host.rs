@@ -88,6 +88,13 @@ pub trait ServerHost {
     fn tcp_settings(&mut self) -> Option<Vec<(String, String)>> {
         None
     }
+    /// `SITE RIGHTSIZE PART <path>`: the bytes of a cut upload to `path`
+    /// that the host kept, hidden, for `REST` and `STOR` to continue;
+    /// `None` if there is none (the default: nothing is kept).
+    fn kept_part(&mut self, path: &VirtualPath) -> Result<Option<u64>, FsError> {
+        let _ = path;
+        Ok(None)
+    }
     /// `SITE RIGHTSIZE TUNE <spec>`: the tuner of this session's later data
     /// connections. `Ok` with the canonical name, or `Err` with why the
     /// spec is refused and what is accepted. Refused by default.

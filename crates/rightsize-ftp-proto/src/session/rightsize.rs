@@ -109,18 +109,46 @@ pub(super) fn during_transfer(
 }
 
 /// What `SITE RIGHTSIZE` accepts, for its 501.
-pub const SITE_USAGE: &str = "SITE RIGHTSIZE takes HOST or TUNE <tuner>";
+pub const SITE_USAGE: &str = "SITE RIGHTSIZE takes HOST, TUNE <tuner> or PART <path>";
 
 /// `SITE RIGHTSIZE HOST` (this host's TCP settings, a 211 with one
-/// `name=value` line each) and `SITE RIGHTSIZE TUNE <tuner>` (the tuner of
-/// the session's later data connections, 200 or 501).
-pub(super) fn site(host: &mut dyn ServerHost, args: Option<&[u8]>) -> Vec<Output> {
+/// `name=value` line each), `SITE RIGHTSIZE TUNE <tuner>` (the tuner of
+/// the session's later data connections, 200 or 501) and `SITE RIGHTSIZE
+/// PART <path>` (the bytes of a cut upload to the path that the server
+/// kept, hidden, for `REST` and `STOR` to continue: 213, or 550 when there
+/// is none).
+pub(super) fn site(
+    session: &Session,
+    host: &mut dyn ServerHost,
+    args: Option<&[u8]>,
+) -> Vec<Output> {
     let args = args.unwrap_or_default();
     let text = String::from_utf8_lossy(args);
     let mut words = text.split(' ').filter(|w| !w.is_empty());
     let sub = words.next().unwrap_or_default();
     let rest: Vec<&str> = words.collect();
     let quoted = crate::arg::quote(args);
+    if sub.eq_ignore_ascii_case("PART") && !rest.is_empty() {
+        // The path is all that follows the word (it may hold spaces).
+        let after = args.trim_ascii_start();
+        let raw = after
+            .get(sub.len()..)
+            .unwrap_or_default()
+            .trim_ascii_start();
+        let path = match super::commands::resolve(session, raw) {
+            Ok(path) => path,
+            Err(out) => return out,
+        };
+        let shown = crate::arg::quote(raw);
+        return match host.kept_part(&path) {
+            Ok(Some(bytes)) => reply(213, bytes.to_string()),
+            Ok(None) => reply(
+                550,
+                format!("SITE RIGHTSIZE PART: no part of \"{shown}\" is kept."),
+            ),
+            Err(e) => reply(550, format!("SITE RIGHTSIZE PART \"{shown}\": {e}.")),
+        };
+    }
     if sub.eq_ignore_ascii_case("HOST") && rest.is_empty() {
         let Some(settings) = host.tcp_settings() else {
             return reply(

@@ -11,6 +11,8 @@ use crate as ftp;
 pub(super) struct MemHost {
     files: BTreeMap<Vec<u8>, u64>,
     dirs: Vec<Vec<u8>>,
+    /// Parts of cut uploads kept, by path: their sizes.
+    pub(super) kept: BTreeMap<Vec<u8>, u64>,
 }
 
 const PEER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2)), 40_000);
@@ -37,6 +39,10 @@ impl MemHost {
 }
 
 impl ServerHost for MemHost {
+    fn kept_part(&mut self, path: &VirtualPath) -> Result<Option<u64>, FsError> {
+        Ok(self.kept.get(path.as_bytes()).copied())
+    }
+
     fn metadata(&mut self, path: &VirtualPath) -> Result<Metadata, FsError> {
         if self.dirs.iter().any(|d| d == path.as_bytes()) {
             return Ok(Self::meta(EntryKind::Dir, 0));

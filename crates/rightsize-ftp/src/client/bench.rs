@@ -17,17 +17,16 @@
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
+use rightsize_ftp_proto::Capability;
 use rightsize_ftp_proto::Command;
-use rightsize_ftp_proto::command::SiteOther;
 use rightsize_ftp_proto::url::FtpUrl;
-use rightsize_ftp_proto::{Capability, Token};
 use rightsize_tune::host::HostSettings;
 use rightsize_tune::write_size::WriteSize;
 use rightsize_tune::{Role, TunerSpec};
 
 use super::control::arg;
 use super::error::ClientError;
-use super::session::Session;
+use super::session::{Session, site_rightsize};
 use super::transfer::{CHUNK_BYTES, open_data};
 use super::{Direction, Observer, Options, Report};
 use crate::writes::zero_piece;
@@ -143,9 +142,10 @@ pub fn bench(
     };
     let server_tune = match &plan.server_tune {
         Some(spec) if offers(Capability::Tune) => {
-            let reply = session
-                .control
-                .command(&site("TUNE", Some(&spec.to_string()))?, observer)?;
+            let reply = session.control.command(
+                &site_rightsize("TUNE", Some(spec.to_string().as_bytes()))?,
+                observer,
+            )?;
             if reply.code() == 200 {
                 Some(spec.to_string())
             } else {
@@ -193,37 +193,14 @@ pub fn bench(
 
 type Outcome = (Report, String, Option<String>);
 
-fn site(sub: &str, arg_text: Option<&str>) -> Result<Command, ClientError> {
-    let args = match arg_text {
-        Some(a) => format!("{sub} {a}"),
-        None => sub.to_owned(),
-    };
-    let name = Token::new(rightsize_ftp_proto::rightsize::EXTENSION).map_err(|source| {
-        ClientError::Argument {
-            what: "SITE name",
-            source,
-        }
-    })?;
-    let other =
-        SiteOther::new(name, Some(arg(args.as_bytes(), "SITE argument")?)).map_err(|e| {
-            ClientError::Unexpected {
-                server: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
-                command: "SITE RIGHTSIZE".to_owned(),
-                reply: String::new(),
-                problem: e.to_string(),
-            }
-        })?;
-    Ok(Command::Site(
-        rightsize_ftp_proto::command::SiteCommand::Other(other),
-    ))
-}
-
 /// `SITE RIGHTSIZE HOST`, read into settings (a refusal gives none).
 fn server_settings<S: Read + Write>(
     session: &mut Session<S>,
     observer: &mut dyn Observer,
 ) -> Result<HostSettings, ClientError> {
-    let reply = session.control.command(&site("HOST", None)?, observer)?;
+    let reply = session
+        .control
+        .command(&site_rightsize("HOST", None)?, observer)?;
     let lines: Vec<(String, String)> = if reply.code() == 211 {
         reply
             .lines()

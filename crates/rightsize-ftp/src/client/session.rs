@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 
 use rightsize_ftp_proto::checksum::{self, Algorithm};
-use rightsize_ftp_proto::command::OptsCommand;
+use rightsize_ftp_proto::command::{OptsCommand, SiteCommand, SiteOther};
 use std::num::NonZeroU16;
 
 use rightsize_ftp_proto::rightsize::server_udp_port;
@@ -328,6 +328,27 @@ impl<S: Read + Write> Session<S> {
         Ok(size_in(&reply))
     }
 
+    /// The bytes of a cut upload to `path` that a rightsize server kept
+    /// (`SITE RIGHTSIZE PART`, when its FEAT lists `PART`); `None` if it
+    /// kept none or cannot say.
+    pub(crate) fn kept_part(
+        &mut self,
+        path: &[u8],
+        observer: &mut dyn Observer,
+    ) -> Result<Option<u64>, ClientError> {
+        if !self
+            .features
+            .rightsize()
+            .is_some_and(|f| f.has(Capability::Part))
+        {
+            return Ok(None);
+        }
+        let reply = self
+            .control
+            .command(&site_rightsize("PART", Some(path))?, observer)?;
+        Ok(size_in(&reply))
+    }
+
     /// `REST offset` (RFC 3659 5): the next transfer starts there.
     pub(crate) fn rest(
         &mut self,
@@ -481,4 +502,27 @@ impl<S: Read + Write> Session<S> {
     pub(crate) fn quit(mut self, observer: &mut dyn Observer) {
         let _ = self.control.command(&Command::Quit, observer);
     }
+}
+
+/// `SITE RIGHTSIZE <sub> [<arg>]`.
+pub(crate) fn site_rightsize(sub: &str, argument: Option<&[u8]>) -> Result<Command, ClientError> {
+    let args = match argument {
+        Some(a) => [sub.as_bytes(), b" ", a].concat(),
+        None => sub.as_bytes().to_vec(),
+    };
+    let name = Token::new(rightsize_ftp_proto::rightsize::EXTENSION).map_err(|source| {
+        ClientError::Argument {
+            what: "SITE name",
+            source,
+        }
+    })?;
+    let other = SiteOther::new(name, Some(arg(&args, "SITE argument")?)).map_err(|e| {
+        ClientError::Unexpected {
+            server: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+            command: "SITE RIGHTSIZE".to_owned(),
+            reply: String::new(),
+            problem: e.to_string(),
+        }
+    })?;
+    Ok(Command::Site(SiteCommand::Other(other)))
 }

@@ -364,10 +364,11 @@ pub(crate) fn open_upload(local: &Path) -> Result<(File, u64), ClientError> {
     Ok((file, metadata.len()))
 }
 
-/// For `Options::resume`, asks the server how much of `path` it has
-/// (`SIZE`; none if refused) and to store after it (`REST`), and moves
-/// `file` there, through `checksum`. Returns the bytes skipped. More than
-/// the local file is not its start: the whole file goes again.
+/// For `Options::resume`, asks the server how much of `path` it has (the
+/// part of a cut upload a rightsize server kept, else `SIZE`; none if
+/// refused) and to store after it (`REST`), and moves `file` there,
+/// through `checksum`. Returns the bytes skipped. More than the local file
+/// is not its start: the whole file goes again.
 fn resume_upload<S: Read + Write>(
     file: &mut File,
     local: &Path,
@@ -384,7 +385,10 @@ fn resume_upload<S: Read + Write>(
         }
     };
     let len = file.metadata().map_err(local_error("stat"))?.len();
-    let held = session.size(path, observer)?.unwrap_or(0);
+    let held = match session.kept_part(path, observer)? {
+        Some(kept) => kept,
+        None => session.size(path, observer)?.unwrap_or(0),
+    };
     if held == 0 {
         return Ok(0);
     }

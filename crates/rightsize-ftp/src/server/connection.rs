@@ -78,6 +78,9 @@ struct Running {
     /// The running transfer's monitor, once its data connection is up:
     /// where what the client reports goes.
     inbox: Arc<Mutex<Option<Inbox>>>,
+    /// Whether it is a stream-mode upload: when the session ends it goes
+    /// on to the end of its data, and what arrived is kept.
+    upload: bool,
 }
 
 struct Conn {
@@ -388,7 +391,7 @@ impl Conn {
                 }
                 Output::Abort => {
                     if let Some(running) = &self.running {
-                        running.abort.abort();
+                        running.abort.abort_asked();
                     }
                 }
                 Output::Close => return false,
@@ -567,6 +570,7 @@ impl Conn {
         };
         let schedule = plan.markers;
         let deliver = markers::deliver_to(self.events.clone(), Event::Markers);
+        let upload = extended.is_none() && matches!(flow, Flow::Receive(_));
         let thread = thread::Builder::new()
             .name("ftp-data".into())
             .stack_size(TRANSFER_STACK_BYTES)
@@ -647,6 +651,7 @@ impl Conn {
             abort,
             thread,
             inbox,
+            upload,
         });
         Ok(())
     }
@@ -823,6 +828,7 @@ impl Conn {
             abort,
             thread,
             inbox: Arc::new(Mutex::new(None)),
+            upload: false,
         });
         Ok(())
     }
@@ -891,7 +897,13 @@ impl Conn {
         }
         let _ = self.control.shutdown(Shutdown::Both);
         if let Some(running) = self.running.take() {
-            running.abort.abort();
+            // A stream-mode upload under way reads on to the end of its
+            // data (within the data idle timeout): what a client that went
+            // away sent is all kept, not cut where the session ended (an
+            // abort there dropped what the socket still held, or all of it).
+            if !(running.upload && running.abort.connected()) {
+                running.abort.abort();
+            }
             let _ = running.thread.join();
         }
         self.shared.log_client(self.peer, "closed");

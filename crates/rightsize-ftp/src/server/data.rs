@@ -75,6 +75,10 @@ pub trait StoreTarget: Send + std::fmt::Debug {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
     /// Makes the file appear under its final name, after the last byte.
     fn commit(self: Box<Self>) -> io::Result<()>;
+    /// Keeps what arrived of a cut store, hidden, for a later `REST` and
+    /// `STOR` of the name to continue; returns its size, bytes, or `None`
+    /// if this store cannot be kept.
+    fn keep(self: Box<Self>) -> io::Result<Option<u64>>;
 }
 
 /// Where the bytes of a store go.
@@ -132,10 +136,23 @@ pub struct DataParams {
 #[derive(Debug, Default)]
 pub struct AbortHandle {
     aborted: AtomicBool,
+    /// Whether the client asked for it (`ABOR`), not the session's end.
+    asked: AtomicBool,
     socket: Mutex<Option<TcpStream>>,
 }
 
 impl AbortHandle {
+    /// Stops the transfer because the client asked (`ABOR`): as
+    /// [`AbortHandle::abort`], and a cut upload is not kept.
+    pub fn abort_asked(&self) {
+        self.asked.store(true, Ordering::SeqCst);
+        self.abort();
+    }
+
+    pub(super) fn was_asked(&self) -> bool {
+        self.asked.load(Ordering::SeqCst)
+    }
+
     /// Stops the transfer: a waiting accept gives up, a copy fails at once.
     pub fn abort(&self) {
         self.aborted.store(true, Ordering::SeqCst);
@@ -148,6 +165,14 @@ impl AbortHandle {
 
     pub(super) fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::SeqCst)
+    }
+
+    /// Whether the data connection is up (the transfer watches it).
+    pub fn connected(&self) -> bool {
+        self.socket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     pub(super) fn watch(&self, socket: &TcpStream) {
@@ -249,20 +274,32 @@ pub fn run(
     let observer = stream.try_clone().ok();
     let started = Instant::now();
     let aborted = || abort.is_aborted();
+    let asked = || abort.was_asked();
     let idle = IdleWatch::default();
     // Not after the idle watch shut the connection down: the end of the
     // data that a stream-mode upload then reads is the cut.
     let may_commit = || !abort.is_aborted() && !idle.fired() && client_alive();
     idle.add(&stream);
     report.outcome = idle.during(params.idle_timeout, || {
-        transfer(stream, flow, params, progress, &aborted, &may_commit)
+        transfer(
+            stream,
+            flow,
+            params,
+            progress,
+            &aborted,
+            &may_commit,
+            &asked,
+        )
     });
     report.elapsed = started.elapsed();
     report.final_tcp_info = observer
         .as_ref()
         .and_then(|s| rightsize_sys::tcp_info::read(s.as_fd()).ok());
     report.final_buffers = observer.and_then(|s| socket::read_buffers(s.as_fd()).ok());
-    if abort.is_aborted() {
+    // A session that ended cut the upload; what it kept is the news.
+    let kept =
+        matches!(&report.outcome, TransferOutcome::NetworkError(what) if what.contains(KEPT));
+    if abort.is_aborted() && !kept {
         report.outcome = TransferOutcome::Aborted;
     }
     report
@@ -276,6 +313,7 @@ fn transfer(
     progress: &Progress,
     aborted: &dyn Fn() -> bool,
     may_commit: &dyn Fn() -> bool,
+    asked: &dyn Fn() -> bool,
 ) -> TransferOutcome {
     match (secure(params, stream), flow) {
         (Err(why), _) => TransferOutcome::DataConnectFailed(why),
@@ -283,13 +321,13 @@ fn transfer(
             send(stream, source, params, progress, &aborted)
         }
         (Ok(DataStream::Plain(stream)), Flow::Receive(sink)) => {
-            receive(stream, sink, progress, &may_commit)
+            receive(stream, sink, progress, &may_commit, asked)
         }
         (Ok(DataStream::Tls(stream)), Flow::Send(source)) => {
             send_tls(*stream, source, params, progress, aborted)
         }
         (Ok(DataStream::Tls(mut stream)), Flow::Receive(sink)) => {
-            let outcome = receive(&mut *stream, sink, progress, may_commit);
+            let outcome = receive(&mut *stream, sink, progress, may_commit, asked);
             // The client waits for this end's close_notify too (Python's
             // ftplib does after a store).
             let _ = stream.finish();
@@ -349,7 +387,14 @@ impl IdleWatch {
         // (a 20 MB upload cut by a 7 s outage was kept as complete at
         // 3.2 MB, under its final name).
         if self.fired() {
-            return TransferOutcome::NetworkError(idle_timeout().to_string());
+            let idle = idle_timeout();
+            return TransferOutcome::NetworkError(match outcome {
+                // What the work said of it (a cut upload kept) follows.
+                TransferOutcome::NetworkError(what) if what.contains(KEPT) => {
+                    format!("{idle}: {what}")
+                }
+                _ => idle.to_string(),
+            });
         }
         outcome
     }
@@ -743,11 +788,6 @@ fn send_file(stream: &TcpStream, file: &File, progress: &Progress) -> Result<(),
     }
 }
 
-/// Receives to the end of the stream. In stream mode (RFC 959 section
-/// 3.4.1) the end of the data connection is the end of the file, and a
-/// client that dies closes it just like one that finished; so the file is
-/// committed only if `may_commit` still holds after the last byte (no ABOR,
-/// and the control connection still open).
 /// A store's write or commit that failed: a full disk or quota is said
 /// so (452), anything else is a local error (451).
 pub(super) fn store_error(e: &io::Error) -> TransferOutcome {
@@ -759,11 +799,19 @@ pub(super) fn store_error(e: &io::Error) -> TransferOutcome {
     }
 }
 
+/// Receives to the end of the stream. In stream mode (RFC 959 section
+/// 3.4.1) the end of the data connection is the end of the file, and a
+/// client that dies closes it just like one that finished; so the file is
+/// committed only if `may_commit` still holds after the last byte (no ABOR,
+/// and the control connection still open). What arrived of a cut upload
+/// is kept hidden ([`StoreTarget::keep`]), unless the client `asked` for
+/// the abort (`ABOR`).
 fn receive(
     mut stream: impl Read,
     sink: Sink,
     progress: &Progress,
     may_commit: &dyn Fn() -> bool,
+    asked: &dyn Fn() -> bool,
 ) -> TransferOutcome {
     let mut buf = vec![0u8; COPY_CHUNK_BYTES];
     let mut target = match sink {
@@ -776,9 +824,10 @@ fn receive(
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return TransferOutcome::NetworkError(
-                    "the TLS stream ended without its close_notify (cut short?); the upload was not kept"
-                        .into(),
+                return cut(
+                    target,
+                    "the TLS stream ended without its close_notify (cut short?)",
+                    asked(),
                 );
             }
             // The read timeout is the idle timeout: nothing came for it.
@@ -788,9 +837,9 @@ fn receive(
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return TransferOutcome::NetworkError(idle_timeout().to_string());
+                return cut(target, &idle_timeout().to_string(), asked());
             }
-            Err(e) => return TransferOutcome::NetworkError(e.to_string()),
+            Err(e) => return cut(target, &e.to_string(), asked()),
         };
         if let Some(target) = target.as_mut()
             && let Err(e) = target.write_all(&buf[..n])
@@ -800,9 +849,7 @@ fn receive(
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
     if !may_commit() {
-        return TransferOutcome::NetworkError(
-            "the client went away or aborted; the upload was not kept".into(),
-        );
+        return cut(target, "the data connection was cut", asked());
     }
     if let Some(target) = target
         && let Err(e) = target.commit()
@@ -812,6 +859,26 @@ fn receive(
     TransferOutcome::Complete {
         bytes: progress.bytes.load(Ordering::Relaxed),
     }
+}
+
+/// How a cut upload's outcome says its part was kept.
+const KEPT: &str = "kept, hidden";
+
+/// An upload cut: what arrived is kept hidden for `REST` and `STOR` to
+/// continue, unless the client `asked` for the abort, and the outcome says
+/// so.
+fn cut(target: Option<Box<dyn StoreTarget>>, why: &str, asked: bool) -> TransferOutcome {
+    if asked {
+        return TransferOutcome::NetworkError("the client aborted; the upload was not kept".into());
+    }
+    let what = match target.map(|t| t.keep()) {
+        Some(Ok(Some(bytes))) => format!(
+            "{bytes} bytes {KEPT} (not under its name): REST {bytes} then STOR of the name continues it"
+        ),
+        Some(Err(e)) => format!("the upload could not be kept: {e}"),
+        _ => "the upload was not kept".to_owned(),
+    };
+    TransferOutcome::NetworkError(format!("{why}; {what}"))
 }
 
 #[cfg(test)]

@@ -209,6 +209,10 @@ impl StoreTarget for Pending {
             .map(|_| ())
             .map_err(|e| io::Error::other(e.to_string()))
     }
+
+    fn keep(self: Box<Self>) -> io::Result<Option<u64>> {
+        self.0.keep().map_err(|e| io::Error::other(e.to_string()))
+    }
 }
 
 /// An ESTO A store: offsets shifted by `adjust`; in stream mode the bytes
@@ -251,6 +255,11 @@ impl StoreTarget for Adjusted {
     fn commit(self: Box<Self>) -> io::Result<()> {
         Box::new(self.inner).commit()
     }
+
+    /// An `ESTO` part is not kept: `REST` and `STOR` could not continue it.
+    fn keep(self: Box<Self>) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 impl ServerHost for FsHost {
@@ -284,6 +293,13 @@ impl ServerHost for FsHost {
         self.shared
             .root
             .create_dir(path.relative_bytes())
+            .map_err(fs_error)
+    }
+
+    fn kept_part(&mut self, path: &VirtualPath) -> Result<Option<u64>, FsError> {
+        self.shared
+            .root
+            .kept_part(path.relative_bytes())
             .map_err(fs_error)
     }
 

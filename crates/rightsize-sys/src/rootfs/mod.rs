@@ -287,6 +287,14 @@ impl Root {
         store::begin(dir, name, self.show(rel.bytes()), keep)
     }
 
+    /// The size of the part of `rel` that a cut store kept (see
+    /// [`PendingFile::keep`]), bytes; `None` if there is none.
+    pub fn kept_part(&self, rel: &[u8]) -> Result<Option<u64>, RootError> {
+        let rel = self.check(rel)?;
+        let (dir, name) = self.parent(rel)?;
+        store::kept_part(&dir, &name, &self.show(rel.bytes()))
+    }
+
     fn check<'a>(&self, rel: &'a [u8]) -> Result<Rel<'a>, RootError> {
         Rel::new(rel).map_err(|reason| RootError::InvalidPath {
             path: String::from_utf8_lossy(rel).into_owned(),

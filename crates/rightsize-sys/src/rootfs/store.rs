@@ -9,10 +9,18 @@
 //! [`PendingFile`] is dropped without [`PendingFile::commit`]. Only a crash
 //! can leave one behind; its name starts with [`super::TEMP_PREFIX`],
 //! which listings hide and no caller path may name.
+//!
+//! A store that was cut may be kept instead ([`PendingFile::keep`]): its
+//! temporary file becomes the *kept part* of its name,
+//! `.rightsize-part.<name>.kept`, hidden like it. A later store of the
+//! same name that keeps a prefix ([`Keep::Prefix`], FTP `REST` then
+//! `STOR`) continues the kept part rather than the file under the name,
+//! and a committed store of the name removes it. A name too long to have
+//! a kept part (over 234 bytes) is not kept.
 
 use std::ffi::{CStr, CString};
 use std::fs::{File, Permissions};
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +52,9 @@ pub enum Keep {
     /// Keep the whole file and write after it (FTP `APPE`).
     Everything,
 }
+
+/// The suffix of a kept part's name.
+const KEPT_SUFFIX: &[u8] = b".kept";
 
 /// A store in progress; see the module documentation.
 #[derive(Debug)]
@@ -92,7 +103,56 @@ impl PendingFile {
         sys::renameat(dir, &self.temp_name, dir, &self.final_name)
             .map_err(|e| RootError::os("renameat", self.shown.clone(), e))?;
         self.committed = true;
+        // The name is whole now: a part kept of an earlier store is stale.
+        if let Some(kept) = kept_name(self.final_name.as_bytes()) {
+            let _ = sys::unlinkat(dir, &kept, 0);
+        }
         Ok(size_bytes)
+    }
+
+    /// Keeps what was written so far as the kept part of the final name
+    /// (replacing an older one), for a later store with [`Keep::Prefix`] to
+    /// continue; returns its size, bytes, or `None` if the name is too long
+    /// to have a kept part (the temporary file is then removed).
+    pub fn keep(mut self) -> Result<Option<u64>, RootError> {
+        let Some(kept) = kept_name(self.final_name.as_bytes()) else {
+            return Ok(None);
+        };
+        let size_bytes = self
+            .file
+            .metadata()
+            .map_err(|e| RootError::os("fstat", self.shown.clone(), e))?
+            .len();
+        let dir = self.dir.as_fd();
+        sys::renameat(dir, &self.temp_name, dir, &kept)
+            .map_err(|e| RootError::os("renameat", self.shown.clone(), e))?;
+        self.committed = true;
+        Ok(Some(size_bytes))
+    }
+}
+
+/// `.rightsize-part.<name>.kept`, or `None` if that would exceed
+/// `NAME_MAX` (a shortened name could be another name's).
+fn kept_name(name: &[u8]) -> Option<CString> {
+    if TEMP_PREFIX.len() + name.len() + KEPT_SUFFIX.len() > NAME_MAX_BYTES {
+        return None;
+    }
+    CString::new([TEMP_PREFIX, name, KEPT_SUFFIX].concat()).ok()
+}
+
+/// The size of the kept part of `name` in `dir`, if there is one (a
+/// regular file); `shown` is the final host path for errors.
+pub(super) fn kept_part(dir: &OwnedFd, name: &CStr, shown: &str) -> Result<Option<u64>, RootError> {
+    let Some(kept) = kept_name(name.to_bytes()) else {
+        return Ok(None);
+    };
+    match sys::lstatat(dir.as_fd(), &kept) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
+            Ok(Some(u64::try_from(st.st_size).unwrap_or(0)))
+        }
+        Ok(_) => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(RootError::os("fstatat", shown.to_owned(), e)),
     }
 }
 
@@ -137,6 +197,11 @@ pub(super) fn begin(
             }
         }
     }
+    if let Keep::Prefix(n) = keep
+        && let Some(len_bytes) = kept_part(&dir, &name, &shown)?
+    {
+        return continue_kept(dir, name, shown, n, len_bytes);
+    }
     // None: keep everything there is.
     let keep_bytes = match keep {
         Keep::Nothing => Some(0),
@@ -179,6 +244,57 @@ pub(super) fn begin(
         }
         pending.written_from_bytes = copied;
     }
+    Ok(pending)
+}
+
+/// Continues the kept part of `name` (`len_bytes` long) from `n`: it
+/// becomes the store's temporary file, cut to `n` bytes. Claimed with one
+/// `renameat`, so two stores cannot both continue it.
+fn continue_kept(
+    dir: OwnedFd,
+    name: CString,
+    shown: String,
+    n: u64,
+    len_bytes: u64,
+) -> Result<PendingFile, RootError> {
+    if n > len_bytes {
+        return Err(RootError::RestBeyondEnd {
+            path: shown,
+            offset_bytes: n,
+            len_bytes,
+        });
+    }
+    let kept = kept_name(name.as_bytes()).unwrap_or_default();
+    let counter = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp_name = temp_name(name.as_bytes(), std::process::id(), counter);
+    sys::renameat(dir.as_fd(), &kept, dir.as_fd(), &temp_name)
+        .map_err(|e| RootError::os("renameat", shown.clone(), e))?;
+    const OP: &str = "openat2(O_RDWR)";
+    let flags = libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let opened = sys::openat2(dir.as_fd(), &temp_name, flags, 0, SINGLE_NAME);
+    let mut pending = PendingFile {
+        file: match opened {
+            Ok(fd) => File::from(fd),
+            Err(e) => {
+                let _ = sys::unlinkat(dir.as_fd(), &temp_name, 0);
+                return Err(RootError::lookup(OP, shown, e));
+            }
+        },
+        dir,
+        temp_name,
+        final_name: name,
+        shown,
+        written_from_bytes: n,
+        committed: false,
+    };
+    pending
+        .file
+        .set_len(n)
+        .map_err(|e| RootError::os("ftruncate", pending.shown.clone(), e))?;
+    pending
+        .file
+        .seek(SeekFrom::Start(n))
+        .map_err(|e| RootError::os("lseek", pending.shown.clone(), e))?;
     Ok(pending)
 }
 

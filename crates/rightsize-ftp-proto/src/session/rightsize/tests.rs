@@ -31,7 +31,7 @@ fn feat_lists_the_extension_and_its_capabilities() {
     let mut c = Client::new();
     let out = c.send("FEAT");
     assert!(
-        text(&out).contains("\r\n RIGHTSIZE SBUF;INFO;HOST;TUNE;\r\n"),
+        text(&out).contains("\r\n RIGHTSIZE SBUF;INFO;HOST;TUNE;PART;\r\n"),
         "{}",
         text(&out)
     );
@@ -281,4 +281,27 @@ fn turning_the_extension_off_takes_effect_after_the_transfer() {
         [226, 200]
     );
     assert!(!c.session.rightsize_on());
+}
+
+#[test]
+fn site_rightsize_part_says_how_much_of_a_cut_upload_is_kept() {
+    let mut c = Client::logged_in("anonymous", "");
+    c.host.kept.insert(b"/pub/big file.bin".to_vec(), 3_216_912);
+    // Relative to the working directory, spaces and all.
+    assert_eq!(c.codes("CWD /pub"), [250]);
+    let out = c.send("SITE RIGHTSIZE PART big file.bin");
+    assert_eq!(codes(&out), [213], "{}", text(&out));
+    assert!(text(&out).starts_with("213 3216912"), "{}", text(&out));
+    let out = c.send("SITE RIGHTSIZE part /pub/big file.bin");
+    assert_eq!(codes(&out), [213], "{}", text(&out));
+    let out = c.send("SITE RIGHTSIZE PART a.bin");
+    assert_eq!(codes(&out), [550]);
+    assert!(
+        text(&out).contains("no part of \"a.bin\" is kept"),
+        "{}",
+        text(&out)
+    );
+    let out = c.send("SITE RIGHTSIZE PART");
+    assert_eq!(codes(&out), [501]);
+    assert!(text(&out).contains("PART <path>"), "{}", text(&out));
 }
