@@ -651,8 +651,7 @@ impl Auto {
             self.pace_gain = PACE_GAIN;
             return None;
         }
-        let since = *self.held_at_pace.get_or_insert(r.at);
-        if r.at.saturating_sub(since) < r.rt_prop {
+        if !held_for(&mut self.held_at_pace, r.at, r.rt_prop) {
             return None;
         }
         self.held_at_pace = Some(r.at);
@@ -677,8 +676,7 @@ impl Auto {
             self.above_trains = None;
             return None;
         }
-        let since = *self.above_trains.get_or_insert(r.at);
-        if r.at.saturating_sub(since) < r.rt_prop {
+        if !held_for(&mut self.above_trains, r.at, r.rt_prop) {
             return None;
         }
         self.above_trains = None;
@@ -903,6 +901,13 @@ impl Auto {
             scaled(rtt, 1.0 / per_rtt).clamp(MIN_INTERVAL, MAX_INTERVAL)
         })
     }
+}
+
+/// Whether a condition that holds at `at` has held for `span` or more
+/// since `since` (set to `at` if it only began now).
+fn held_for(since: &mut Option<Duration>, at: Duration, span: Duration) -> bool {
+    let began = *since.get_or_insert(at);
+    at.saturating_sub(began) >= span
 }
 
 impl Tuner for Auto {
