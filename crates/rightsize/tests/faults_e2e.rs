@@ -327,12 +327,41 @@ fn an_outage_longer_than_the_data_idle_timeout_ends_the_transfers_cleanly() {
         said.contains("STOR") && said.contains("426") && said.contains("idle timeout"),
         "{said}"
     );
-    let names: Vec<String> = std::fs::read_dir(s.root.join("up"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        names.is_empty(),
-        "a cut upload left {names:?} on the server"
+    let names = || -> Vec<String> {
+        std::fs::read_dir(s.root.join("up"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // Nothing under its name; what arrived kept, hidden.
+    assert_eq!(
+        names(),
+        [".rightsize-part.upload.bin.kept"],
+        "a cut upload appeared under its name, or was not kept"
     );
+    assert!(said.contains("kept, hidden"), "{said}");
+    // The link is back: put -C continues the part the server kept.
+    let resume = [&put[..], &["-C"]].concat();
+    let out = wait_bounded(
+        lab.rightsize(&lab.left, &resume)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+        &resume,
+    );
+    assert!(
+        out.status.success(),
+        "put -C after the outage: {}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("resumed after"),
+        "put -C did not resume: {}",
+        text(&out)
+    );
+    let stored = std::fs::read(s.root.join("up/upload.bin")).unwrap();
+    assert!(stored == s.upload, "the resumed upload is not the file");
+    assert_eq!(names(), ["upload.bin"]);
 }
