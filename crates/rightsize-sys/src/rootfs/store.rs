@@ -94,19 +94,27 @@ impl PendingFile {
         self.file
             .sync_data()
             .map_err(|e| RootError::os("fdatasync", self.shown.clone(), e))?;
+        let final_name = self.final_name.clone();
+        let size_bytes = self.rename_to(&final_name)?;
+        // The name is whole now: a part kept of an earlier store is stale.
+        if let Some(kept) = kept_name(final_name.as_bytes()) {
+            let _ = sys::unlinkat(self.dir.as_fd(), &kept, 0);
+        }
+        Ok(size_bytes)
+    }
+
+    /// Renames the temporary file to `name` in its directory, which it then
+    /// is no longer (nothing to remove on drop); returns its size, bytes.
+    fn rename_to(&mut self, name: &CStr) -> Result<u64, RootError> {
         let size_bytes = self
             .file
             .metadata()
             .map_err(|e| RootError::os("fstat", self.shown.clone(), e))?
             .len();
         let dir = self.dir.as_fd();
-        sys::renameat(dir, &self.temp_name, dir, &self.final_name)
+        sys::renameat(dir, &self.temp_name, dir, name)
             .map_err(|e| RootError::os("renameat", self.shown.clone(), e))?;
         self.committed = true;
-        // The name is whole now: a part kept of an earlier store is stale.
-        if let Some(kept) = kept_name(self.final_name.as_bytes()) {
-            let _ = sys::unlinkat(dir, &kept, 0);
-        }
         Ok(size_bytes)
     }
 
@@ -118,16 +126,7 @@ impl PendingFile {
         let Some(kept) = kept_name(self.final_name.as_bytes()) else {
             return Ok(None);
         };
-        let size_bytes = self
-            .file
-            .metadata()
-            .map_err(|e| RootError::os("fstat", self.shown.clone(), e))?
-            .len();
-        let dir = self.dir.as_fd();
-        sys::renameat(dir, &self.temp_name, dir, &kept)
-            .map_err(|e| RootError::os("renameat", self.shown.clone(), e))?;
-        self.committed = true;
-        Ok(Some(size_bytes))
+        self.rename_to(&kept).map(Some)
     }
 }
 
