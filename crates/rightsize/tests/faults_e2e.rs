@@ -108,17 +108,26 @@ impl Lab {
     /// Runs `client` on the left host; `CUT_AFTER` into it the link goes
     /// down for `outage`, then comes back. The client's output.
     fn with_outage(&self, client: &[&str], outage: Duration) -> Output {
-        let child = self
-            .rightsize(&self.left, client)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = self.start_left(client);
         thread::sleep(CUT_AFTER);
         self.link("down");
         thread::sleep(outage);
         self.link("up");
         wait_bounded(child, Duration::from_secs(60), client)
+    }
+
+    /// Runs `client` on the left host with the link up; its output.
+    fn run_left(&self, client: &[&str]) -> Output {
+        wait_bounded(self.start_left(client), Duration::from_secs(60), client)
+    }
+
+    /// Starts `client` on the left host, its output piped.
+    fn start_left(&self, client: &[&str]) -> Child {
+        self.rightsize(&self.left, client)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 }
 
@@ -292,15 +301,7 @@ fn an_outage_longer_than_the_data_idle_timeout_ends_the_transfers_cleanly() {
     );
     // The link is back: the download resumes from its part.
     let resume = [&get[..], &["-C"]].concat();
-    let out = wait_bounded(
-        lab.rightsize(&lab.left, &resume)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        Duration::from_secs(60),
-        &resume,
-    );
+    let out = lab.run_left(&resume);
     assert!(
         out.status.success(),
         "get -C after the outage: {}",
@@ -342,15 +343,7 @@ fn an_outage_longer_than_the_data_idle_timeout_ends_the_transfers_cleanly() {
     assert!(said.contains("kept, hidden"), "{said}");
     // The link is back: put -C continues the part the server kept.
     let resume = [&put[..], &["-C"]].concat();
-    let out = wait_bounded(
-        lab.rightsize(&lab.left, &resume)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        Duration::from_secs(60),
-        &resume,
-    );
+    let out = lab.run_left(&resume);
     assert!(
         out.status.success(),
         "put -C after the outage: {}",
