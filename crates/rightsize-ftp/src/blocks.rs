@@ -9,7 +9,10 @@
 //! ends with an empty EOD block, the first with EOD and EOF (which counts
 //! the streams). Kept (`keep`), the streams end without the close bit and
 //! are given back open for the next transfer, as the Globus server keeps
-//! them; otherwise the close bit is set and they are shut down.
+//! them; otherwise the close bit is set and they are shut down. More
+//! streams may join a running send and any but the first may leave it
+//! ([`Crew`]): the first sends the EOF once no block is left, so its count
+//! is of every stream that took part.
 //!
 //! Receiving: the peer may open connections until the EODs its EOF
 //! counted are in; a connection that ends its data with EOD and no close
@@ -47,6 +50,8 @@ use crate::stream::{DataStream, Secure};
 pub(crate) const BLOCK_BYTES: u64 = 256 * 1024;
 /// How often the accept loop looks for the end.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
+/// How often a send looks for streams that join it.
+const JOIN_POLL: Duration = Duration::from_millis(10);
 /// How often a receiving connection looks for the end between reads.
 const READ_POLL: Duration = Duration::from_millis(50);
 
@@ -117,6 +122,127 @@ pub(crate) trait WriteAt: Send {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
 }
 
+/// The blocks a send has left and the streams that send them. While
+/// blocks are left, more streams may join a running send ([`Crew::reserve`]
+/// before connecting, then [`Crew::join`]), and any stream but the first
+/// may be asked to leave ([`Crew::leave`]): it ends with its EOD after the
+/// block it sends. The first stream's EOF, sent once it finds no block
+/// left, counts every stream counted then; no stream joins after it.
+pub(crate) struct Crew {
+    state: Mutex<CrewState>,
+}
+
+struct CrewState {
+    blocks: Blocks,
+    /// Streams counted: started, joined, and reserved.
+    counted: u64,
+    /// Reserved and not yet joined.
+    reserved: u64,
+    /// The first stream's EOF is out with `counted`.
+    announced: bool,
+    /// Joined, not yet started.
+    joining: Vec<DataStream>,
+    /// Streams asked to leave, not yet gone.
+    leaving: u64,
+    /// Streams that left or ended.
+    ended: u64,
+    /// A reserved stream that never came after the EOF counted it.
+    lost: Option<Failure>,
+}
+
+impl Crew {
+    /// A send of `blocks`, no stream yet.
+    pub(crate) fn new(blocks: Blocks) -> Crew {
+        Crew {
+            state: Mutex::new(CrewState {
+                blocks,
+                counted: 0,
+                reserved: 0,
+                announced: false,
+                joining: Vec::new(),
+                leaving: 0,
+                ended: 0,
+                lost: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CrewState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a stream about to connect; `false` (not counted) once no
+    /// block is left or the EOF is out.
+    pub(crate) fn reserve(&self) -> bool {
+        let mut s = self.lock();
+        if s.announced || s.blocks.left() == 0 {
+            return false;
+        }
+        s.counted += 1;
+        s.reserved += 1;
+        true
+    }
+
+    /// A reserved stream, connected: it takes blocks with the others.
+    pub(crate) fn join(&self, stream: DataStream) {
+        let mut s = self.lock();
+        s.reserved = s.reserved.saturating_sub(1);
+        s.joining.push(stream);
+    }
+
+    /// A reserved stream that could not be made (`why`): no longer
+    /// counted, unless the EOF counted it already, which fails the send.
+    pub(crate) fn lost(&self, why: String) {
+        let mut s = self.lock();
+        s.reserved = s.reserved.saturating_sub(1);
+        if s.announced {
+            s.lost.get_or_insert(Failure::Connect(why));
+        } else {
+            s.counted = s.counted.saturating_sub(1);
+        }
+    }
+
+    /// Asks `n` streams (never the first) to end after their block.
+    pub(crate) fn leave(&self, n: u64) {
+        let mut s = self.lock();
+        let others = s.counted.saturating_sub(s.ended + s.leaving + 1);
+        s.leaving += n.min(others);
+    }
+
+    /// Streams sending now, or about to.
+    pub(crate) fn running(&self) -> u64 {
+        let s = self.lock();
+        s.counted.saturating_sub(s.ended + s.leaving)
+    }
+
+    /// Bytes not yet taken by a stream.
+    pub(crate) fn left(&self) -> u64 {
+        self.lock().blocks.left()
+    }
+
+    /// Stream `first` or another's next block, `None` when it is to end
+    /// (no block left, or asked to leave).
+    fn next(&self, first: bool) -> Option<(u64, u64)> {
+        let mut s = self.lock();
+        if !first && s.leaving > 0 {
+            s.leaving -= 1;
+            return None;
+        }
+        s.blocks.take()
+    }
+
+    /// The first stream's last block: the EOF that counts the streams.
+    fn announce(&self, close: u8) -> Header {
+        let mut s = self.lock();
+        s.announced = true;
+        Header {
+            descriptor: descriptor::EOD | descriptor::EOF | close,
+            count: 0,
+            offset: s.counted,
+        }
+    }
+}
+
 /// Sends `blocks` of `source` over `streams` (already connected); counts
 /// the payload in `moved`. Once `enough` says so, no stream takes another
 /// block: each ends cleanly after the one it sends (a test limited by
@@ -128,32 +254,53 @@ pub(crate) fn send(
     source: &Source,
     blocks: Blocks,
     moved: &AtomicU64,
+    stops: (&(dyn Fn() -> bool + Sync), &(dyn Fn() -> bool + Sync)),
+    keep: bool,
+) -> Result<Vec<DataStream>, Failure> {
+    send_crew(streams, source, &Crew::new(blocks), moved, stops, keep)
+}
+
+/// [`send`] with the streams `crew` lets join and leave while it runs.
+pub(crate) fn send_crew(
+    streams: Vec<DataStream>,
+    source: &Source,
+    crew: &Crew,
+    moved: &AtomicU64,
     (stop, enough): (&(dyn Fn() -> bool + Sync), &(dyn Fn() -> bool + Sync)),
     keep: bool,
 ) -> Result<Vec<DataStream>, Failure> {
-    let blocks = Mutex::new(blocks);
+    {
+        let mut s = crew.lock();
+        s.counted += streams.len() as u64;
+        s.joining.extend(streams);
+    }
     let failed = AtomicBool::new(false);
-    let count = streams.len() as u64;
     let close = if keep { 0 } else { descriptor::CLOSE };
     let results: Vec<Result<DataStream, Failure>> = thread::scope(|scope| {
-        let handles: Vec<_> = streams
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut stream)| {
-                let (blocks, failed) = (&blocks, &failed);
-                let last = if i == 0 {
-                    Header {
-                        descriptor: descriptor::EOD | descriptor::EOF | close,
-                        count: 0,
-                        offset: count,
-                    }
-                } else {
-                    Header::eod(!keep)
-                };
-                scope.spawn(move || {
+        let mut handles = Vec::new();
+        loop {
+            let (joined, waiting) = {
+                let mut s = crew.lock();
+                if let Some(lost) = s.lost.take() {
+                    failed.store(true, Ordering::SeqCst);
+                    handles.push(scope.spawn(move || Err(lost)));
+                }
+                (std::mem::take(&mut s.joining), s.reserved > 0)
+            };
+            for mut stream in joined {
+                let first = handles.is_empty();
+                let failed = &failed;
+                handles.push(scope.spawn(move || {
                     let halted = || stop() || failed.load(Ordering::SeqCst);
-                    let result =
-                        send_stream(&mut stream, source, (blocks, enough), last, moved, &halted);
+                    let result = send_stream(
+                        &mut stream,
+                        source,
+                        (crew, first, enough),
+                        close,
+                        moved,
+                        &halted,
+                    );
+                    crew.lock().ended += 1;
                     if result.is_err() {
                         failed.store(true, Ordering::SeqCst);
                         let _ = stream.socket().shutdown(Shutdown::Both);
@@ -161,9 +308,14 @@ pub(crate) fn send(
                         let _ = stream.end();
                     }
                     result.map(|()| stream)
-                })
-            })
-            .collect();
+                }));
+            }
+            if !waiting && handles.iter().all(|h| h.is_finished()) && crew.lock().joining.is_empty()
+            {
+                break;
+            }
+            thread::sleep(JOIN_POLL);
+        }
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(Failure::Stopped)))
@@ -186,13 +338,13 @@ pub(crate) fn send(
     }
 }
 
-/// One stream's share: blocks until none is left (or `enough`), then
-/// `last`.
+/// One stream's share: blocks until none is left, `enough`, or (not the
+/// first) it is asked to leave; then its EOD, the first's with the EOF.
 fn send_stream(
     stream: &mut DataStream,
     source: &Source,
-    (blocks, enough): (&Mutex<Blocks>, &(dyn Fn() -> bool + Sync)),
-    last: Header,
+    (crew, first, enough): (&Crew, bool, &(dyn Fn() -> bool + Sync)),
+    close: u8,
     moved: &AtomicU64,
     stop: &dyn Fn() -> bool,
 ) -> Result<(), Failure> {
@@ -206,8 +358,7 @@ fn send_stream(
         if enough() {
             break;
         }
-        let next = blocks.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let Some((offset, len)) = next else {
+        let Some((offset, len)) = crew.next(first) else {
             break;
         };
         let end = HEADER_BYTES + usize::try_from(len).unwrap_or(0);
@@ -225,6 +376,15 @@ fn send_stream(
             .map_err(|e| Failure::Network(e.to_string()))?;
         moved.fetch_add(len, Ordering::Relaxed);
     }
+    let last = if first {
+        crew.announce(close)
+    } else {
+        Header {
+            descriptor: descriptor::EOD | close,
+            count: 0,
+            offset: 0,
+        }
+    };
     stream
         .write_all(&last.encode())
         .map_err(|e| Failure::Network(e.to_string()))
@@ -657,5 +817,125 @@ fn read_stream(
                 Item::Eod | Item::Eof { .. } => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::stream::plain;
+    use std::net::{Ipv4Addr, SocketAddr};
+
+    const SIZE: u64 = 64 << 20;
+
+    /// Keeps every write's bytes, the first held until `go`.
+    struct Held<'a> {
+        go: &'a AtomicBool,
+        bytes: Vec<u8>,
+    }
+
+    impl WriteAt for Held<'_> {
+        fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+            while !self.go.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            let at = usize::try_from(offset).unwrap();
+            self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn streams_join_a_running_send_and_leave_it_and_the_file_arrives_whole() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let file: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
+        let source = Source::Bytes(file.clone());
+        let crew = Crew::new(Blocks::new(SIZE, &Ranges::new(), BLOCK_BYTES));
+        let go = AtomicBool::new(false);
+        let connections = AtomicUsize::new(0);
+        let (moved_in, moved_out) = (AtomicU64::new(0), AtomicU64::new(0));
+        let mut held = Held {
+            go: &go,
+            bytes: vec![0; file.len()],
+        };
+        let (received, sent) = thread::scope(|scope| {
+            let receiver = scope.spawn(|| {
+                let incoming = Incoming {
+                    listener: &listener,
+                    peer: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    cached: Vec::new(),
+                    secure: &plain,
+                    connect_timeout: Duration::from_secs(10),
+                    idle_timeout: Duration::from_secs(10),
+                };
+                receive(
+                    incoming,
+                    Assembly::new(Some(SIZE), Ranges::new()),
+                    Some(&mut held),
+                    &moved_in,
+                    &|| false,
+                    &mut |_| {
+                        connections.fetch_add(1, Ordering::SeqCst);
+                        None
+                    },
+                    &mut |_| {},
+                )
+                .0
+            });
+            let first = DataStream::Plain(TcpStream::connect(addr).unwrap());
+            let sender = scope.spawn(|| {
+                send_crew(
+                    vec![first],
+                    &source,
+                    &crew,
+                    &moved_out,
+                    (&|| false, &|| false),
+                    false,
+                )
+            });
+            // The receiver holds its first write: most blocks are left.
+            while crew.running() == 0 {
+                thread::sleep(Duration::from_millis(1));
+            }
+            // (Nothing here may panic before `go`: the threads would wait
+            // for it.)
+            let mut reserved = Vec::new();
+            for _ in 0..3 {
+                reserved.push(crew.reserve());
+                if let Ok(stream) = TcpStream::connect(addr) {
+                    crew.join(DataStream::Plain(stream));
+                }
+            }
+            // One that never came, before the EOF: no longer counted.
+            reserved.push(crew.reserve());
+            crew.lost("refused".to_owned());
+            let running = crew.running();
+            crew.leave(2);
+            let after = crew.running();
+            go.store(true, Ordering::SeqCst);
+            assert_eq!(reserved, [true; 4]);
+            assert_eq!((running, after), (4, 2));
+            (receiver.join().unwrap(), sender.join().unwrap())
+        });
+        assert!(sent.is_ok(), "{sent:?}");
+        let assembly = received.unwrap();
+        assert!(assembly.received().covers(SIZE));
+        assert_eq!(connections.load(Ordering::SeqCst), 4);
+        assert!(held.bytes == file, "the bytes arrived in their places");
+        // After the EOF no stream may join.
+        assert!(!crew.reserve());
+    }
+
+    #[test]
+    fn a_stream_counted_by_the_eof_that_never_came_fails_the_send() {
+        let crew = Crew::new(Blocks::new(SIZE, &Ranges::new(), BLOCK_BYTES));
+        assert!(crew.reserve());
+        let _ = crew.announce(0);
+        crew.lost("refused".to_owned());
+        let lost = crew.lock().lost.take();
+        assert_eq!(lost, Some(Failure::Connect("refused".to_owned())));
     }
 }

@@ -10,9 +10,12 @@
 //! goodput), up to [`MAX_AUTO`]. It then keeps the streams running: they
 //! were added to a running transfer, each with part of the file, and the
 //! streams' window is sized as one flow ([`share`]), so more streams cost
-//! connections, not memory. Each trial is measured after its warm-up
-//! ([`phase_length`] long, the second half counted), so slow start does
-//! not count against more streams.
+//! connections, not memory; but streams whose doubling made the transfer
+//! slower (more losses on a shallow queue, a server that shares its
+//! disk) are taken away again where the transfer can ([`Choice::Settle`]
+//! names fewer). Each trial is measured after its warm-up
+//! ([`phase_length`] long, the second half counted, [`Trials`]), so slow
+//! start does not count against more streams.
 
 use std::time::Duration;
 
@@ -36,7 +39,8 @@ pub const GAIN: f64 = 1.25;
 pub enum Choice {
     /// Run a trial with this many streams.
     Try(u32),
-    /// Use this many for the rest of the transfer.
+    /// Use this many for the rest of the transfer: the streams of the
+    /// last trial, or those of the one before when it was faster.
     Settle(u32),
 }
 
@@ -64,6 +68,7 @@ impl Chooser {
         self.trials.push((streams, goodput_bps));
         let doubled = streams.saturating_mul(2);
         match previous {
+            Some((fewer, before)) if goodput_bps < before => Choice::Settle(fewer),
             _ if queued.is_some_and(|q| q >= FULL) => Choice::Settle(streams),
             Some((_, before)) if goodput_bps < GAIN * before => Choice::Settle(streams),
             _ if doubled > MAX_AUTO => Choice::Settle(streams),
@@ -81,6 +86,104 @@ impl Chooser {
 /// cycles), within 2 to 10 seconds.
 pub fn phase_length(rtt: Duration) -> Duration {
     (rtt * 40).clamp(Duration::from_secs(2), Duration::from_secs(10))
+}
+
+/// Where a trial is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Phase {
+    /// Warming up, or counting: nothing to do.
+    Running,
+    /// The second half begins: what it counts starts now (the rounds
+    /// that find a queue, too).
+    Counting,
+    /// The trial is over: its goodput over the second half, bits per
+    /// second; [`Trials::decide`] next.
+    Over(f64),
+    /// The chooser settled: no more trials.
+    Settled,
+}
+
+/// The trials of a transfer in time, driven by its clock and byte count:
+/// each [`phase_length`] long, its goodput counted over its second half,
+/// then decided by the [`Chooser`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trials {
+    chooser: Chooser,
+    length: Duration,
+    /// When the trial began, and the bytes moved then.
+    began: (Duration, u64),
+    /// When its second half began, and the bytes then.
+    half: Option<(Duration, u64)>,
+    settled: bool,
+}
+
+impl Trials {
+    /// Trials for a path of `rtt`, the first beginning at `at` with
+    /// `moved` bytes moved.
+    pub fn new(rtt: Duration, at: Duration, moved: u64) -> Trials {
+        Trials {
+            chooser: Chooser::new(),
+            length: phase_length(rtt),
+            began: (at, moved),
+            half: None,
+            settled: false,
+        }
+    }
+
+    /// The trial at `at`, with `moved` bytes moved since the transfer
+    /// began.
+    pub fn at(&mut self, at: Duration, moved: u64) -> Phase {
+        if self.settled {
+            return Phase::Settled;
+        }
+        let elapsed = at.saturating_sub(self.began.0);
+        if self.half.is_none() && elapsed >= self.length / 2 {
+            self.half = Some((at, moved));
+            return Phase::Counting;
+        }
+        if elapsed < self.length {
+            return Phase::Running;
+        }
+        let (from, bytes) = self.half.unwrap_or(self.began);
+        let seconds = at.saturating_sub(from).as_secs_f64().max(1e-3);
+        Phase::Over(moved.saturating_sub(bytes) as f64 * 8.0 / seconds)
+    }
+
+    /// The trial of `streams` that made `goodput_bps` (with a queue at the
+    /// bottleneck in `queued` of its counted rounds) is decided at `at`
+    /// with `moved` bytes moved; `more_allowed` says whether the transfer
+    /// can still take more streams (what is left lasts long enough). A
+    /// [`Choice::Try`] begins the next trial now.
+    pub fn decide(
+        &mut self,
+        (streams, goodput_bps, queued): (u32, f64, Option<f64>),
+        (at, moved): (Duration, u64),
+        more_allowed: bool,
+    ) -> Choice {
+        let choice = match self.chooser.measured(streams, goodput_bps, queued) {
+            Choice::Try(_) if !more_allowed => Choice::Settle(streams),
+            choice => choice,
+        };
+        self.settled = matches!(choice, Choice::Settle(_));
+        self.began = (at, moved);
+        self.half = None;
+        choice
+    }
+
+    /// No more trials: the transfer could not act on the last choice.
+    pub fn settle(&mut self) {
+        self.settled = true;
+    }
+
+    /// How long a trial lasts.
+    pub fn length(&self) -> Duration {
+        self.length
+    }
+
+    /// The trials so far, in order: streams and goodput.
+    pub fn trials(&self) -> &[(u32, f64)] {
+        self.chooser.trials()
+    }
 }
 
 #[cfg(test)]
@@ -110,13 +213,55 @@ mod tests {
     }
 
     #[test]
-    fn streams_added_to_a_full_path_stay() {
+    fn streams_added_to_a_full_path_stay_unless_they_slowed_it() {
         let mut c = Chooser::new();
         assert_eq!(c.measured(4, 190e6, None), Choice::Try(8));
-        assert_eq!(c.measured(8, 185e6, None), Choice::Settle(8));
+        assert_eq!(c.measured(8, 192e6, None), Choice::Settle(8));
         let mut c = Chooser::new();
         assert_eq!(c.measured(4, 190e6, None), Choice::Try(8));
-        assert_eq!(c.measured(8, 150e6, None), Choice::Settle(8));
+        assert_eq!(c.measured(8, 150e6, None), Choice::Settle(4));
+    }
+
+    #[test]
+    fn a_doubling_that_made_the_transfer_slower_is_taken_back() {
+        let mut c = Chooser::new();
+        assert_eq!(c.measured(FIRST, 120e6, Some(0.1)), Choice::Try(2 * FIRST));
+        assert_eq!(
+            c.measured(2 * FIRST, 110e6, Some(0.9)),
+            Choice::Settle(FIRST)
+        );
+    }
+
+    #[test]
+    fn a_trial_counts_its_second_half_and_the_next_begins_at_the_decision() {
+        let ms = Duration::from_millis;
+        // 100 ms: trials of 4 s; 10 MB/s in the first two seconds (slow
+        // start), 20 MB/s after.
+        let mut t = Trials::new(ms(100), ms(0), 0);
+        assert_eq!(t.at(ms(1000), 10_000_000), Phase::Running);
+        assert_eq!(t.at(ms(2000), 20_000_000), Phase::Counting);
+        assert_eq!(t.at(ms(3000), 40_000_000), Phase::Running);
+        let Phase::Over(bps) = t.at(ms(4000), 60_000_000) else {
+            panic!("the trial is over at 4 s");
+        };
+        assert!((bps - 160e6).abs() < 1.0, "{bps}");
+        assert_eq!(
+            t.decide((FIRST, bps, None), (ms(4000), 60_000_000), true),
+            Choice::Try(2 * FIRST)
+        );
+        assert_eq!(t.at(ms(5000), 80_000_000), Phase::Running);
+        assert_eq!(t.at(ms(6000), 100_000_000), Phase::Counting);
+        let Phase::Over(bps) = t.at(ms(8000), 150_000_000) else {
+            panic!("the second trial is over at 8 s");
+        };
+        assert!((bps - 200e6).abs() < 1.0, "{bps}");
+        // 1.25 x: it would double again, but the transfer ends too soon.
+        assert_eq!(
+            t.decide((2 * FIRST, bps, None), (ms(8000), 150_000_000), false),
+            Choice::Settle(2 * FIRST)
+        );
+        assert_eq!(t.at(ms(20_000), 400_000_000), Phase::Settled);
+        assert_eq!(t.trials().len(), 2);
     }
 
     #[test]

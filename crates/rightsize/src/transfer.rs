@@ -121,9 +121,10 @@ pub struct TransferArgs {
     pub sync: bool,
 
     /// Move the file over N parallel streams (GridFTP's MODE E, as globus-url-copy -p N), 2 to
-    /// 64, or auto (get only): 8 streams, and 8 more if they leave the path without a queue and
-    /// doubling pays, added as a new control connection that takes half of what is left, without
-    /// stopping the transfer. The server must
+    /// 64, or auto: 8 streams, and 8 more if they leave the path without a queue and doubling
+    /// pays, without stopping the transfer (a download adds a control connection that takes half
+    /// of what is left; an upload opens 8 more data connections into its STOR and closes them
+    /// again if they made it slower; a tree uses one stream per connection). The server must
     /// speak MODE E (rightsize serve, globus-gridftp-server). With --tune auto (the default) a
     /// transfer sizes its streams' buffers as one flow (a download their receive buffers, an upload
     /// their send buffers), so that together their windows follow the path's BDP. A download that
@@ -552,7 +553,11 @@ fn say_kept(
     let out = output
         .as_ref()
         .map_or_else(String::new, |o| format!(" -o {}", o.display()));
-    let parallel = streams.map_or_else(String::new, |n| format!(" -P {n}"));
+    let parallel = match streams {
+        None => String::new(),
+        Some(client::AUTO_STREAMS) => " -P auto".to_owned(),
+        Some(n) => format!(" -P {n}"),
+    };
     eprintln!(
         "rightsize: kept {} bytes in {}; resume with: rightsize get -C{parallel}{tls_flags} {url}{out}",
         Bytes(kept).grouped(),
@@ -563,12 +568,6 @@ fn say_kept(
 pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = stdin_refusal(args) {
         eprintln!("error: put - (standard input): {why}");
-        return Ok(crate::exit::usage());
-    }
-    if args.common.parallel == Some(client::AUTO_STREAMS) {
-        eprintln!(
-            "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"
-        );
         return Ok(crate::exit::usage());
     }
     let mut console = Console::new(

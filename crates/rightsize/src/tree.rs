@@ -53,12 +53,6 @@ pub fn run_put(args: &PutArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: put - (standard input): {why}");
         return Ok(crate::exit::usage());
     }
-    if args.common.parallel == Some(client::AUTO_STREAMS) {
-        eprintln!(
-            "error: -P auto chooses the streams of a download; give put a number of streams, like -P 4"
-        );
-        return Ok(crate::exit::usage());
-    }
     let options = args.common.options(&args.url);
     let resume = format!(
         "rightsize put -r -C{} {} {}",

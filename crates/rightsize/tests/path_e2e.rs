@@ -516,3 +516,72 @@ fn get_p_auto_adds_a_lane_where_eight_streams_leave_the_path_idle_and_the_file_a
         .collect();
     assert!(names.is_empty(), "part files left: {names:?}");
 }
+
+#[test]
+fn put_p_auto_adds_streams_to_its_running_stor_where_eight_leave_the_path_idle() {
+    let _one = lock();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap_or_else(|e| panic!("{e}"));
+    let data: Vec<u8> = (0..96u64 << 20).map(|i| (i % 251) as u8).collect();
+    let local = dir.path().join("f.bin");
+    std::fs::write(&local, &data).unwrap_or_else(|e| panic!("{e}"));
+    let bin = env!("CARGO_BIN_EXE_rightsize");
+    let users = dir.path().join("users.txt");
+    let mut passwd = rightsize();
+    passwd
+        .args(["passwd"])
+        .arg(&users)
+        .arg("w")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
+    let mut child = passwd.spawn().unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        std::io::Write::write_all(&mut stdin, b"secret\n").unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(
+        child.wait().is_ok_and(|s| s.success()),
+        "rightsize passwd failed"
+    );
+    // As for get -P auto: 0.5% loss each way holds each cubic stream to a
+    // few Mbit/s, so the chooser doubles the streams.
+    let spec = write(
+        dir.path(),
+        "lossy.toml",
+        &format!(
+            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
+             [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             command = [\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\", \"--users\", \"{}\"]\n",
+            root.display(),
+            users.display()
+        ),
+    );
+    let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
+                sleep 0.05; done; exec \"$@\"";
+    let mut cmd = rightsize();
+    cmd.args(["path", "run"])
+        .arg(&spec)
+        .args([
+            "--", "bash", "-c", wait, "wait", bin, "put", "-P", "auto", "-v", "--json", "--verify",
+        ])
+        .arg(&local)
+        .arg("ftp://w:secret@right:2121/");
+    let output = run_ok(&mut cmd);
+    let stored = std::fs::read(root.join("f.bin")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        stored == data,
+        "the bytes differ ({} of {})",
+        stored.len(),
+        data.len()
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(summary["stream_trials"][0]["streams"], 8, "{summary}");
+    assert_eq!(summary["streams"], 16, "{summary}\n{stderr}");
+    assert_eq!(summary["bytes"], data.len() as u64, "{summary}");
+    // One STOR: the streams joined it, no second control connection.
+    assert_eq!(stderr.matches("> STOR ").count(), 1, "{stderr}");
+    assert!(stderr.contains("-> 16 streams"), "{stderr}");
+}

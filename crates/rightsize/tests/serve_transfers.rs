@@ -433,17 +433,24 @@ fn test_p_4_moves_memory_to_memory_over_four_tuned_streams_each_way_by_time_or_b
 }
 
 #[test]
-fn test_p_refuses_auto_and_says_what_it_takes() {
+fn test_p_says_what_it_takes_and_auto_only_for_a_send() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-        .args(["test", "127.0.0.1:9", "-P", "auto"])
+        .args(["test", "127.0.0.1:9", "-P", "many"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("\"auto\"") && stderr.contains("1 to 64"),
+        stderr.contains("\"many\"") && stderr.contains("1 to 64, or auto"),
         "{stderr}"
     );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["test", "127.0.0.1:9", "-P", "auto", "-R"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("with --reverse give a number"), "{stderr}");
 }
 
 #[test]

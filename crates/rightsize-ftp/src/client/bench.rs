@@ -166,7 +166,8 @@ pub fn bench(
     if options.tune.is_some() {
         session.rightsize_on(observer)?;
     }
-    let outcome = match (plan.direction, plan.streams > 1) {
+    let parallel = plan.streams > 1 || plan.streams == super::AUTO_STREAMS;
+    let outcome = match (plan.direction, parallel) {
         (direction, true) => streams(&mut session, url, plan, options, observer, stop, direction)?,
         (BenchDirection::Send, false) => send(&mut session, plan, options, observer, stop)?,
         (BenchDirection::Receive, false) => receive(&mut session, plan, options, observer, stop)?,

@@ -95,7 +95,7 @@ pub fn put(
     options: &Options,
     observer: &mut dyn Observer,
 ) -> Result<Report, ClientError> {
-    if options.streams > 1 {
+    if options.streams > 1 || options.streams == AUTO_STREAMS {
         return parallel::put(local, url, options, options.streams, observer);
     }
     transfer::put(local, url, options, observer)

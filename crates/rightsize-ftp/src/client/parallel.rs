@@ -14,8 +14,9 @@
 //! Every stream gets the tuner's buffers ([`StreamTuners`]); `auto` sizes
 //! them as one flow (`rightsize_tune::streams::share`), so that together
 //! their windows follow the path's BDP: a download's receive buffers, an
-//! upload's send buffers. `-P auto`
-//! ([`super::AUTO_STREAMS`]) adds streams in lanes ([`lanes`]).
+//! upload's send buffers. `-P auto` ([`super::AUTO_STREAMS`]) adds a
+//! download's streams in lanes ([`lanes`]), an upload's into its running
+//! `STOR` ([`steer`]).
 
 use crate::client::secure::ClientStream;
 use std::fs::File;
@@ -34,6 +35,7 @@ use rightsize_ftp_proto::{Arg, Command, Reply, Token};
 use rightsize_sys::signals;
 use rightsize_sys::socket;
 use rightsize_tune::Role;
+use rightsize_tune::streams::{self as chooser, Choice, Phase, Trials};
 use std::sync::{Arc, Mutex};
 
 use crate::tuning::StreamTuners;
@@ -45,7 +47,8 @@ use super::local::{PartFile, Sink, ranges_path, read_into};
 use super::session::Session;
 use super::transfer::{finish_checksum, open_upload, remote_path, start_checksum};
 use super::{Direction, Observer, Options, Output, Report};
-use crate::blocks::{self, BLOCK_BYTES, Failure, Incoming, WriteAt};
+use crate::blocks::{self, BLOCK_BYTES, Crew, Failure, Incoming, WriteAt};
+use crate::stream::DataStream;
 
 mod bench;
 mod lanes;
@@ -288,14 +291,29 @@ fn get_into(
     report.resumed_bytes = held.total();
     report.tls = tls.map(|t| t.streams_report());
     report.tuning = streams_tuning(&hooks.tuners);
-    report.stream_trials = trials
+    report.stream_trials = stream_trials(&trials);
+    Ok(report)
+}
+
+/// `-P auto`'s trials for the report.
+fn stream_trials(trials: &[(u32, f64)]) -> Vec<super::StreamTrial> {
+    trials
         .iter()
         .map(|&(streams, goodput_bps)| super::StreamTrial {
             streams,
             goodput_bps,
         })
-        .collect();
-    Ok(report)
+        .collect()
+}
+
+/// The streams a transfer opens first: `streams`, or with `-P auto`
+/// ([`super::AUTO_STREAMS`]) the chooser's first trial's.
+fn first_streams(streams: u32) -> u32 {
+    if streams == super::AUTO_STREAMS {
+        chooser::FIRST
+    } else {
+        streams
+    }
 }
 
 /// A `RETR` over streams, received.
@@ -589,7 +607,7 @@ pub(crate) fn put(
         Some(bytes) => Some(session.sbuf(bytes, observer)?),
         None => None,
     };
-    extended_mode(&mut session, streams, observer)?;
+    extended_mode(&mut session, first_streams(streams), observer)?;
     let checksum = match start_checksum(&session, options, observer) {
         Some(mut c) => {
             hash_file(&mut file, &mut c).map_err(|source| ClientError::Local {
@@ -622,13 +640,14 @@ pub(crate) fn put(
         Direction::Put,
         stored.plan,
         stored.first.as_ref(),
-        (stored.bytes, stored.elapsed, Some(size), streams),
+        (stored.bytes, stored.elapsed, Some(size), stored.streams),
         server,
         sbuf,
         checksum,
     );
     report.local_path = Some(local.to_path_buf());
     report.tuning = stored.tuning;
+    report.stream_trials = stream_trials(&stored.trials);
     report.tls = tls;
     server_side(&mut report, &stored.reply);
     Ok(report)
@@ -658,16 +677,21 @@ pub(super) struct Stored {
     pub(super) tuning: Option<super::TuningReport>,
     /// The `STOR`'s final reply.
     pub(super) reply: Reply,
+    /// The most streams that ran at once.
+    pub(super) streams: u32,
+    /// `-P auto`'s trials: streams and goodput.
+    pub(super) trials: Vec<(u32, f64)>,
 }
 
 /// `STOR path` (MODE E already set) of the blocks of `source` from 0 to
-/// `size` (`None`: until `enough`) over `streams` streams, connected to
-/// the server's passive address before the `STOR` (RFC 959 asks it of a
-/// passive data connection, and the Globus server answers `STOR` only
-/// then), each tuned as one flow with the others; progress to `observer`.
-/// Once `enough` says so, the streams end cleanly after the blocks they
-/// send. Fails if the streams fail or the server refuses the `STOR`; its
-/// final reply is the caller's to judge.
+/// `size` (`None`: until `enough`) over `streams` streams
+/// ([`super::AUTO_STREAMS`]: as many as the trials choose, [`steer`]),
+/// connected to the server's passive address before the `STOR` (RFC 959
+/// asks it of a passive data connection, and the Globus server answers
+/// `STOR` only then), each tuned as one flow with the others; progress to
+/// `observer`. Once `enough` says so, the streams end cleanly after the
+/// blocks they send. Fails if the streams fail or the server refuses the
+/// `STOR`; its final reply is the caller's to judge.
 pub(super) fn stor_blocks(
     session: &mut Session<ClientStream>,
     (url, path): (&FtpUrl, &[u8]),
@@ -678,12 +702,12 @@ pub(super) fn stor_blocks(
     enough: &(dyn Fn() -> bool + Sync),
 ) -> Result<Stored, ClientError> {
     let hooks = Hooks::new(options, session, Role::Sender);
+    let auto = streams == super::AUTO_STREAMS;
+    let rtt = control_rtt(session);
     let (mode, port) = data::passive_port(&mut session.control, observer)?;
     let server = session.control.server();
     let addr = SocketAddr::new(server.ip(), port);
-    let mut connections = Vec::new();
-    let mut applied = None;
-    for _ in 0..streams {
+    let connect = |hooks: &Hooks| {
         let (stream, a) = socket::connect(addr, hooks.tuners.request(), options.connect_timeout)
             .map_err(|source| ClientError::DataConnect {
                 addr,
@@ -691,9 +715,15 @@ pub(super) fn stor_blocks(
                 source: Box::new(source),
             })?;
         let _ = stream.set_write_timeout(Some(options.idle_timeout));
-        applied.get_or_insert(a);
         hooks.connected(&stream);
         hooks.first(&stream);
+        Ok::<_, ClientError>((stream, a))
+    };
+    let mut connections = Vec::new();
+    let mut applied = None;
+    for _ in 0..first_streams(streams) {
+        let (stream, a) = connect(&hooks)?;
+        applied.get_or_insert(a);
         connections.push(stream);
     }
     let stor = Command::Stor(arg(path, "path")?);
@@ -707,19 +737,41 @@ pub(super) fn stor_blocks(
         .into_iter()
         .map(|c| session.mode_e_stream(c, addr))
         .collect::<Result<Vec<_>, _>>()?;
+    let crew = Crew::new(Blocks::new(
+        size.unwrap_or(u64::MAX),
+        &Ranges::new(),
+        BLOCK_BYTES,
+    ));
     let started = Instant::now();
+    let mut trials = Trials::new(rtt, Duration::ZERO, 0);
+    let mut most = connections.len() as u32;
     let result = std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
-            blocks::send(
+            blocks::send_crew(
                 connections,
                 source,
-                Blocks::new(size.unwrap_or(u64::MAX), &Ranges::new(), BLOCK_BYTES),
+                &crew,
                 &hooks.moved,
                 (&|| signals::caught().is_some(), enough),
                 false,
             )
         });
-        hooks.watch(observer, size, &|| worker.is_finished());
+        if auto {
+            let join = || {
+                let (stream, _) = connect(&hooks)?;
+                session.mode_e_stream(stream, addr)
+            };
+            let crewed = Crewed {
+                crew: &crew,
+                hooks: &hooks,
+                join: &join,
+            };
+            most = steer(&crewed, &mut trials, (size, started), observer, &|| {
+                worker.is_finished()
+            });
+        } else {
+            hooks.watch(observer, size, &|| worker.is_finished());
+        }
         worker
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -741,7 +793,97 @@ pub(super) fn stor_blocks(
         elapsed,
         tuning,
         reply,
+        streams: most,
+        trials: trials.trials().to_vec(),
     })
+}
+
+/// A sending transfer's streams, and how another joins them.
+struct Crewed<'a> {
+    crew: &'a Crew,
+    hooks: &'a Hooks,
+    /// Connects one more stream (its buffers, tuner and TLS).
+    join: &'a dyn Fn() -> Result<DataStream, ClientError>,
+}
+
+/// `-P auto` for a sender: runs the trials over the transfer's streams
+/// until `done`, adding streams to the running `STOR` (GFD.20: the
+/// receiver takes connections until the EOF's count of them is in) or
+/// asking the added ones to leave when they made it slower; progress to
+/// `observer`. The most streams that ran at once.
+fn steer(
+    crewed: &Crewed<'_>,
+    trials: &mut Trials,
+    (size, started): (Option<u64>, Instant),
+    observer: &mut dyn Observer,
+    done: &dyn Fn() -> bool,
+) -> u32 {
+    let Crewed { crew, hooks, join } = crewed;
+    let mut most = crew.running() as u32;
+    while !done() {
+        std::thread::sleep(WATCH_EVERY);
+        hooks.report(observer, size);
+        let moved = hooks.moved.load(Ordering::Relaxed);
+        let goodput = match trials.at(started.elapsed(), moved) {
+            Phase::Running | Phase::Settled => continue,
+            Phase::Counting => {
+                let _ = hooks.tuners.queued();
+                continue;
+            }
+            Phase::Over(goodput) => goodput,
+        };
+        let streams = crew.running() as u32;
+        let queued = hooks.tuners.queued();
+        // More streams only while what is left lasts two more trials.
+        let lasting =
+            crew.left() as f64 * 8.0 / goodput.max(1.0) > 2.0 * trials.length().as_secs_f64();
+        let decision = trials.decide(
+            (streams, goodput, queued),
+            (started.elapsed(), moved),
+            lasting,
+        );
+        match decision {
+            Choice::Try(n) => {
+                for _ in streams..n {
+                    if !crew.reserve() {
+                        break;
+                    }
+                    match join() {
+                        Ok(stream) => crew.join(stream),
+                        Err(e) => {
+                            observer.warning(&format!("-P auto: a stream could not be added: {e}"));
+                            crew.lost(e.to_string());
+                            trials.settle();
+                            break;
+                        }
+                    }
+                }
+            }
+            Choice::Settle(n) if n < streams => crew.leave(u64::from(streams - n)),
+            Choice::Settle(_) => {}
+        }
+        let now = crew.running() as u32;
+        most = most.max(now);
+        observer.protocol(&format!(
+            "-P auto: {}{} -> {now} streams{}",
+            trials
+                .trials()
+                .iter()
+                .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
+                .collect::<Vec<_>>()
+                .join(", "),
+            queued.map_or(String::new(), |q| format!(
+                " (a queue at the bottleneck in {:.0}% of the last rounds)",
+                q * 100.0
+            )),
+            if matches!(decision, Choice::Settle(_)) {
+                " (settled)"
+            } else {
+                ""
+            }
+        ));
+    }
+    most
 }
 
 /// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.

@@ -20,8 +20,8 @@ use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_tune::Role;
 
 use super::{
-    Hooks, Streamed, extended_mode, extended_setup, failed, report, retr_streams, server_side,
-    stor_blocks, streams_tuning,
+    Hooks, Streamed, extended_mode, extended_setup, failed, first_streams, report, retr_streams,
+    server_side, stor_blocks, stream_trials, streams_tuning,
 };
 use crate::blocks::{self, Failure};
 use crate::client::error::ClientError;
@@ -39,7 +39,7 @@ pub(in crate::client) fn send(
     observer: &mut dyn Observer,
     enough: &(dyn Fn() -> bool + Sync),
 ) -> Result<(Report, Reply), ClientError> {
-    extended_mode(session, streams, observer)?;
+    extended_mode(session, first_streams(streams), observer)?;
     let stored = stor_blocks(
         session,
         (url, path),
@@ -54,12 +54,13 @@ pub(in crate::client) fn send(
         Direction::Put,
         stored.plan,
         stored.first.as_ref(),
-        (stored.bytes, stored.elapsed, size, streams),
+        (stored.bytes, stored.elapsed, size, stored.streams),
         session.control.server(),
         None,
         None,
     );
     report.tuning = stored.tuning;
+    report.stream_trials = stream_trials(&stored.trials);
     report.tls = session.tls.as_ref().map(|t| t.streams_report());
     server_side(&mut report, &stored.reply);
     Ok((report, stored.reply))

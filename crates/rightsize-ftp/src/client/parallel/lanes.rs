@@ -31,13 +31,13 @@ use crate::client::secure::ClientStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_sys::signals;
-use rightsize_tune::streams::{self as chooser, Choice, Chooser};
+use rightsize_tune::streams::{self as chooser, Choice, Phase, Trials};
 
 use super::{Hooks, Ran, Target, control_rtt, extended_mode, failed, lock, rest_ranges};
 use crate::blocks::{self, Failure, Incoming, WriteAt};
@@ -185,7 +185,7 @@ pub(super) fn run(
     hooks: &Hooks,
     observer: &mut dyn Observer,
 ) -> Result<Ran, ClientError> {
-    let trial = chooser::phase_length(control_rtt(&session));
+    let mut trials = Trials::new(control_rtt(&session), Duration::ZERO, 0);
     let tls = session.tls.clone();
     let shared = Shared {
         url,
@@ -196,7 +196,6 @@ pub(super) fn run(
         hooks,
     };
     let (tx, rx) = mpsc::channel();
-    let mut chooser = Chooser::new();
     let (ended, wanted) = std::thread::scope(|scope| {
         let mut lanes = Vec::new();
         let spawn = |lanes: &mut Vec<_>, session: Option<Session<ClientStream>>, part: Part| {
@@ -219,9 +218,7 @@ pub(super) fn run(
                 end: AtomicU64::new(size),
             },
         );
-        let mut settled = false;
-        let mut trial_start = (Instant::now(), 0u64);
-        let mut half: Option<(Instant, u64)> = None;
+        let clock = Instant::now();
         // The lanes the chooser asked for: one that ends early (its part
         // came, the others still lack much) is replaced by a new lane
         // that takes half of the largest part left.
@@ -248,31 +245,30 @@ pub(super) fn run(
                 ));
                 spawn(&mut lanes, None, part);
             }
-            if settled {
-                continue;
-            }
             let moved = hooks.moved.load(Ordering::Relaxed);
-            let elapsed = trial_start.0.elapsed();
-            if elapsed >= trial / 2 && half.is_none() {
-                half = Some((Instant::now(), moved));
-                // The queue is counted over the second half too.
-                let _ = hooks.tuners.queued();
-            }
-            if elapsed < trial {
-                continue;
-            }
+            let goodput = match trials.at(clock.elapsed(), moved) {
+                Phase::Running | Phase::Settled => continue,
+                Phase::Counting => {
+                    // The queue is counted over the second half too.
+                    let _ = hooks.tuners.queued();
+                    continue;
+                }
+                Phase::Over(goodput) => goodput,
+            };
             let streams = running.len() as u32 * LANE_STREAMS;
-            let (from, bytes) = half.unwrap_or(trial_start);
-            let seconds = from.elapsed().as_secs_f64().max(1e-3);
-            let goodput = moved.saturating_sub(bytes) as f64 * 8.0 / seconds;
             let queued = hooks.tuners.queued();
-            let decision = chooser.measured(streams, goodput, queued);
-            let mut added = 0;
             // More streams only while what is left lasts two more trials:
             // a new lane logs in and starts slow.
             let left = size.saturating_sub(lock(&shared.arrived).total());
-            let lasting = left as f64 * 8.0 / goodput.max(1.0) > 2.0 * trial.as_secs_f64();
-            if let (Choice::Try(_), true) = (decision, lasting) {
+            let lasting =
+                left as f64 * 8.0 / goodput.max(1.0) > 2.0 * trials.length().as_secs_f64();
+            let decision = trials.decide(
+                (streams, goodput, queued),
+                (clock.elapsed(), moved),
+                lasting,
+            );
+            let mut added = 0;
+            if let Choice::Try(_) = decision {
                 // Every running lane gives the second half of what it
                 // lacks to a new lane.
                 for part in &running {
@@ -281,12 +277,27 @@ pub(super) fn run(
                         added += 1;
                     }
                 }
+                if added == 0 {
+                    trials.settle();
+                }
             }
-            settled = added == 0;
             wanted += added as usize;
+            let now = streams + added * LANE_STREAMS;
+            let settled = match decision {
+                _ if added > 0 => String::new(),
+                // Each lane has its part of the file: one taken away would
+                // leave its part to another lane's server, which would send
+                // again what this one brought.
+                Choice::Settle(fewer) if fewer < streams => {
+                    format!(
+                        " (settled; {fewer} were faster, but each lane has its part of the file)"
+                    )
+                }
+                _ => " (settled)".to_owned(),
+            };
             observer.protocol(&format!(
-                "-P auto: {}{} -> {} streams{}",
-                chooser
+                "-P auto: {}{} -> {now} streams{settled}",
+                trials
                     .trials()
                     .iter()
                     .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
@@ -296,11 +307,7 @@ pub(super) fn run(
                     " (a queue at the bottleneck in {:.0}% of the last rounds)",
                     q * 100.0
                 )),
-                streams + added * LANE_STREAMS,
-                if settled { " (settled)" } else { "" }
             ));
-            trial_start = (Instant::now(), moved);
-            half = None;
         }
         let ended: Vec<Result<Ended, ClientError>> = lanes
             .into_iter()
@@ -354,7 +361,7 @@ pub(super) fn run(
         // The streams the chooser settled on (a lane that replaced one
         // that ended early does not add to them).
         streams: wanted * LANE_STREAMS,
-        trials: chooser.trials().to_vec(),
+        trials: trials.trials().to_vec(),
     })
 }
 
