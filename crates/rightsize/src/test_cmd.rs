@@ -492,6 +492,7 @@ pub fn test_text(test: &TestRun) -> String {
             None => String::new(),
         }
     );
+    crate::transfer_output::streams_text(&mut out, r);
     let server_tune = test
         .bench
         .server_tune

@@ -13,6 +13,26 @@ use rightsize_tune::tcpinfo::TcpInfoSample;
 use rightsize_tune::units::{Bytes, human_duration, human_rate};
 use serde_json::{Value, json};
 
+/// The streams of a transfer over several (`-P`), and `-P auto`'s
+/// trials: lines for its summary.
+pub fn streams_text(out: &mut String, report: &Report) {
+    if report.streams > 1 {
+        let _ = writeln!(
+            out,
+            "  over {} parallel streams (MODE E); buffers summed over the streams",
+            report.streams
+        );
+    }
+    if !report.stream_trials.is_empty() {
+        let trials: Vec<String> = report
+            .stream_trials
+            .iter()
+            .map(|t| format!("{} streams {}", t.streams, human_rate(t.goodput_bps)))
+            .collect();
+        let _ = writeln!(out, "  -P auto tried {}", trials.join(", "));
+    }
+}
+
 /// How often the progress bar is redrawn.
 const BAR_REDRAW: Duration = Duration::from_millis(200);
 
@@ -293,21 +313,7 @@ pub fn summary_text(report: &Report) -> String {
         report.data_mode.verb(),
         report.data_peer
     );
-    if report.streams > 1 {
-        let _ = writeln!(
-            out,
-            "  over {} parallel streams (MODE E); buffers summed over the streams",
-            report.streams
-        );
-    }
-    if !report.stream_trials.is_empty() {
-        let trials: Vec<String> = report
-            .stream_trials
-            .iter()
-            .map(|t| format!("{} streams {}", t.streams, human_rate(t.goodput_bps)))
-            .collect();
-        let _ = writeln!(out, "  -P auto tried {}", trials.join(", "));
-    }
+    streams_text(&mut out, report);
     let _ = writeln!(out, "  {}", tls_text(report.tls.as_ref()));
     if report.resumed_bytes > 0 {
         let _ = writeln!(
