@@ -83,9 +83,9 @@ pub struct TestArgs {
 
     /// Move the bytes over N parallel streams (GridFTP's MODE E, as iperf3 -P N), 2 to 64; each
     /// end's tuner sizes them together (auto: as one flow). Interval lines count the bytes of all
-    /// the streams and show the first one's TCP_INFO. -P auto (a send, not --reverse) starts with
-    /// 8 and doubles them while doubling adds a quarter to the goodput, up to 16, taking back
-    /// a doubling that made it slower.
+    /// the streams and show the first one's TCP_INFO. -P auto starts with 8 and doubles them
+    /// while doubling adds a quarter to the goodput, up to 16, as get -P auto and put -P auto do
+    /// (a send takes back a doubling that made it slower).
     #[arg(short = 'P', long = "parallel", value_name = "N", value_parser = parse_test_streams)]
     pub parallel: Option<u32>,
 
@@ -434,12 +434,6 @@ pub fn run(args: &TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         BenchDirection::Send
     };
-    if args.run.reverse && args.parallel == Some(client::AUTO_STREAMS) {
-        eprintln!(
-            "error: -P auto chooses the streams of a test that sends; with --reverse give a number of streams, like -P 4"
-        );
-        return Ok(crate::exit::usage());
-    }
     let watch = TestWatch::new(direction, args.interval, !args.json, args.run.verbose);
     let limit = args.run.limit(DEFAULT_TEST_TIME);
     let test = run_one(

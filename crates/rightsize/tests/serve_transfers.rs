@@ -433,7 +433,42 @@ fn test_p_4_moves_memory_to_memory_over_four_tuned_streams_each_way_by_time_or_b
 }
 
 #[test]
-fn test_p_says_what_it_takes_and_auto_only_for_a_send() {
+fn test_p_auto_runs_its_trials_each_way_and_ends_on_time_or_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    let test = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+            .args(["test", &serve.addr.to_string(), "-P", "auto", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    for reverse in [false, true] {
+        let direction: &[&str] = if reverse { &["-R"] } else { &[] };
+        // Past the first trial (2 s on loopback): 8 streams tried, then 8
+        // or 16 (a download's second lane, an upload's added streams).
+        let timed = test(&[direction, &["-t", "4"]].concat());
+        assert_eq!(timed["stopped"], "time", "{timed}");
+        let trials = &timed["transfer"]["stream_trials"];
+        assert_eq!(trials[0]["streams"], 8, "{timed}");
+        let streams = timed["transfer"]["streams"].as_u64().unwrap();
+        assert!(streams == 8 || streams == 16, "{timed}");
+        // By bytes: all of them, and the server's 226 (its buffers).
+        let sized = test(&[direction, &["-n", "512M"]].concat());
+        assert_eq!(sized["bytes"], 512 << 20, "{sized}");
+        assert_eq!(sized["stopped"], serde_json::Value::Null, "{sized}");
+        assert!(
+            sized["completion"].as_str().unwrap().starts_with("226"),
+            "{sized}"
+        );
+        assert_eq!(sized["server_buffers"]["tune"], "auto", "{sized}");
+    }
+}
+
+#[test]
+fn test_p_says_what_it_takes() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
         .args(["test", "127.0.0.1:9", "-P", "many"])
         .output()
@@ -444,13 +479,6 @@ fn test_p_says_what_it_takes_and_auto_only_for_a_send() {
         stderr.contains("\"many\"") && stderr.contains("1 to 64, or auto"),
         "{stderr}"
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-        .args(["test", "127.0.0.1:9", "-P", "auto", "-R"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("with --reverse give a number"), "{stderr}");
 }
 
 #[test]

@@ -167,13 +167,37 @@ pub fn bench(
         session.rightsize_on(observer)?;
     }
     let parallel = plan.streams > 1 || plan.streams == super::AUTO_STREAMS;
-    let outcome = match (plan.direction, parallel) {
-        (direction, true) => streams(&mut session, url, plan, options, observer, stop, direction)?,
-        (BenchDirection::Send, false) => send(&mut session, plan, options, observer, stop)?,
-        (BenchDirection::Receive, false) => receive(&mut session, plan, options, observer, stop)?,
-    };
     let server = session.control.server();
-    session.quit(observer);
+    let (outcome, session) = match (plan.direction, parallel) {
+        (BenchDirection::Receive, true) if plan.streams == super::AUTO_STREAMS => {
+            // Each lane the trials add asks for the server's tuner too.
+            let tune = server_tune.clone();
+            let prepare = move |session: &mut Session<super::secure::ClientStream>,
+                                observer: &mut dyn Observer| {
+                if let Some(spec) = &tune {
+                    let command = site_rightsize("TUNE", Some(spec.as_bytes()))?;
+                    session.control.command(&command, observer)?;
+                }
+                Ok(())
+            };
+            lanes(session, url, plan, options, observer, (stop, &prepare))?
+        }
+        (direction, true) => (
+            streams(&mut session, url, plan, options, observer, stop, direction)?,
+            Some(session),
+        ),
+        (BenchDirection::Send, false) => (
+            send(&mut session, plan, options, observer, stop)?,
+            Some(session),
+        ),
+        (BenchDirection::Receive, false) => (
+            receive(&mut session, plan, options, observer, stop)?,
+            Some(session),
+        ),
+    };
+    if let Some(session) = session {
+        session.quit(observer);
+    }
     let (report, completion, stopped) = outcome;
     let report = Report { server, ..report };
     if report.server_tcp.is_none() && rightsize {
@@ -290,6 +314,54 @@ fn streams(
         ..report
     };
     Ok((report, reply.to_string(), stopped))
+}
+
+/// `test -R -P auto`: the server's zeros over lanes of streams that the
+/// trials add (`parallel::lanes`), each new lane's session set up by
+/// `prepare`; a planned stop closes every lane's streams, whose negative
+/// replies are then expected. A session still logged in comes back.
+fn lanes(
+    session: Session<super::secure::ClientStream>,
+    url: &FtpUrl,
+    plan: &BenchPlan,
+    options: &Options,
+    observer: &mut dyn Observer,
+    (stop, prepare): (&(dyn Fn() -> bool + Sync), super::parallel::Prepare<'_>),
+) -> Result<(Outcome, Option<Session<super::secure::ClientStream>>), ClientError> {
+    let started = std::time::Instant::now();
+    let stopped = std::sync::Mutex::new(None);
+    let enough = || match done(stop, plan, started.elapsed()) {
+        Some(why) => {
+            *stopped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+            true
+        }
+        None => false,
+    };
+    let total = plan.limit.bytes();
+    let path = source_path(total);
+    let received = super::parallel::bench_receive_lanes(
+        session,
+        (url, &path),
+        total.unwrap_or(OPEN_ENDED_BYTES),
+        options,
+        (&enough, prepare),
+        observer,
+    )?;
+    let stopped = stopped
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let report = Report {
+        url: String::new(),
+        expected_bytes: total,
+        ..received.report
+    };
+    let completion = received.reply.map_or_else(
+        || "(no reply: the first lane closed)".to_owned(),
+        |r| r.to_string(),
+    );
+    Ok(((report, completion, stopped), received.session))
 }
 
 /// Where a test's zeros go: the server's sink, a name of this process.

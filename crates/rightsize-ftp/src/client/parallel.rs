@@ -53,7 +53,9 @@ use crate::stream::DataStream;
 mod bench;
 mod lanes;
 
-pub(super) use bench::{receive as bench_receive, send as bench_send};
+pub(super) use bench::{
+    receive as bench_receive, receive_lanes as bench_receive_lanes, send as bench_send,
+};
 
 impl WriteAt for PartFile {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
@@ -222,9 +224,16 @@ fn get_into(
     // it, and adds lanes while that pays; without the size there are no
     // parts, and it stays with one lane's streams.
     let ran = match size {
-        Some(size) if auto => {
-            lanes::run(session, url, options, size, got, target, &hooks, observer)
-        }
+        Some(size) if auto => lanes::run(
+            session,
+            url,
+            options,
+            size,
+            got,
+            target,
+            (&hooks, &|| false, &|_, _| Ok(())),
+            observer,
+        ),
         _ => one_retr(
             session,
             url,
@@ -242,6 +251,7 @@ fn get_into(
         streams,
         trials,
         tls,
+        reply: _,
     } = ran;
     let (started, first) = hooks.take_first().unzip();
     let elapsed = started.map_or(std::time::Duration::ZERO, |s| s.elapsed());
@@ -394,6 +404,10 @@ pub(super) fn retr_streams(
     })
 }
 
+/// What a new lane's session asks of its server once logged in.
+pub(super) type Prepare<'a> =
+    &'a (dyn Fn(&mut Session<ClientStream>, &mut dyn Observer) -> Result<(), ClientError> + Sync);
+
 /// What a download's streams moved, and where its end goes on.
 struct Ran {
     /// A control connection still logged in, for the checksum and `QUIT`.
@@ -406,6 +420,8 @@ struct Ran {
     trials: Vec<(u32, f64)>,
     /// The TLS of the first session, whose streams the report describes.
     tls: Option<super::secure::SessionTls>,
+    /// The first lane's final reply, when it read one (`-P auto`).
+    reply: Option<Reply>,
 }
 
 /// The whole download (what `got` lacks) as one `RETR` over `streams`
@@ -461,6 +477,7 @@ fn one_retr(
         plan,
         streams,
         trials: Vec::new(),
+        reply: None,
     })
 }
 

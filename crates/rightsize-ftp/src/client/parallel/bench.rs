@@ -20,8 +20,8 @@ use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_tune::Role;
 
 use super::{
-    Hooks, Streamed, extended_mode, extended_setup, failed, first_streams, report, retr_streams,
-    server_side, stor_blocks, stream_trials, streams_tuning,
+    Hooks, Prepare, Streamed, Target, extended_mode, extended_setup, failed, first_streams, lanes,
+    report, retr_streams, server_side, stor_blocks, stream_trials, streams_tuning,
 };
 use crate::blocks::{self, Failure};
 use crate::client::error::ClientError;
@@ -124,4 +124,70 @@ pub(in crate::client) fn receive(
     report.tls = session.tls.as_ref().map(|t| t.streams_report());
     server_side(&mut report, &reply);
     Ok((report, reply))
+}
+
+/// `test -R -P auto`: takes the blocks of `path` (`/.rightsize/zero/SIZE`,
+/// `size` bytes) into nothing over lanes of streams that the trials add
+/// ([`super::lanes`]; each new lane's session is set up by `prepare`),
+/// until they are all in or `enough`. The report, the first lane's final
+/// reply if it read one, and a session still logged in.
+pub(in crate::client) fn receive_lanes(
+    session: Session<ClientStream>,
+    (url, path): (&FtpUrl, &[u8]),
+    size: u64,
+    options: &Options,
+    (enough, prepare): (&(dyn Fn() -> bool + Sync), Prepare<'_>),
+    observer: &mut dyn Observer,
+) -> Result<LanesReceived, ClientError> {
+    let mut session = session;
+    extended_setup(&mut session, None, lanes::LANE_STREAMS, observer)?;
+    let hooks = Hooks::new(options, &session, Role::Receiver);
+    let server = session.control.server();
+    let url = url.with_path(path);
+    let mut got = Ranges::new();
+    let started = Instant::now();
+    let ran = lanes::run(
+        session,
+        &url,
+        options,
+        size,
+        &mut got,
+        &mut Target::Null,
+        (&hooks, enough, prepare),
+        observer,
+    )?;
+    let elapsed = started.elapsed();
+    let tuning = streams_tuning(&hooks.tuners);
+    let first = hooks.take_first().map(|(_, s)| s);
+    let mut report = report(
+        &url,
+        Direction::Get,
+        (ran.plan.0, ran.plan.1, hooks.tuners.request().clone()),
+        first.as_ref(),
+        (got.total(), elapsed, Some(size), ran.streams),
+        server,
+        None,
+        None,
+    );
+    report.tuning = tuning;
+    report.stream_trials = stream_trials(&ran.trials);
+    report.tls = ran.tls.map(|t| t.streams_report());
+    if let Some(reply) = &ran.reply {
+        server_side(&mut report, reply);
+    }
+    Ok(LanesReceived {
+        report,
+        reply: ran.reply,
+        session: ran.session,
+    })
+}
+
+/// What [`receive_lanes`] brings back.
+pub(in crate::client) struct LanesReceived {
+    /// The test's transfer.
+    pub(in crate::client) report: Report,
+    /// The first lane's final reply, if it read one.
+    pub(in crate::client) reply: Option<Reply>,
+    /// A session still logged in, to quit.
+    pub(in crate::client) session: Option<Session<ClientStream>>,
 }

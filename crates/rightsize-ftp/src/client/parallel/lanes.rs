@@ -33,13 +33,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rightsize_ftp_proto::Command;
 use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
+use rightsize_ftp_proto::{Command, Reply};
 use rightsize_sys::signals;
 use rightsize_tune::streams::{self as chooser, Choice, Phase, Trials};
 
-use super::{Hooks, Ran, Target, control_rtt, extended_mode, failed, lock, rest_ranges};
+use super::{Hooks, Prepare, Ran, Target, control_rtt, extended_mode, failed, lock, rest_ranges};
 use crate::blocks::{self, Failure, Incoming, WriteAt};
 use crate::client::control::arg;
 use crate::client::data;
@@ -73,6 +73,11 @@ struct Shared<'a, 't> {
     /// Every byte range that arrived, on any lane (and those held before).
     arrived: Mutex<Ranges>,
     hooks: &'a Hooks,
+    /// A planned end (a test limited by time).
+    enough: &'a (dyn Fn() -> bool + Sync),
+    /// What a new lane's session asks before its transfer (a test's
+    /// server tuner).
+    prepare: Prepare<'a>,
 }
 
 impl Shared<'_, '_> {
@@ -169,11 +174,16 @@ fn show(rx: &mpsc::Receiver<(bool, String)>, observer: &mut dyn Observer) {
 struct Ended {
     session: Option<Session<ClientStream>>,
     plan: (data::DataMode, rightsize_sys::socket::Applied),
+    /// The final reply to its `RETR`, if it read one.
+    reply: Option<Reply>,
 }
 
 /// Downloads what `got` lacks of the `size` bytes at `url` into `target`
 /// over lanes, the first on `session` (in MODE E with [`LANE_STREAMS`]
-/// streams asked for).
+/// streams asked for; each new lane's session gets `prepare` once logged
+/// in). Once `enough` says so (a test limited by time), every lane closes
+/// its streams and reads its server's reply, and what arrived is the
+/// result.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     session: Session<ClientStream>,
@@ -182,7 +192,7 @@ pub(super) fn run(
     size: u64,
     got: &mut Ranges,
     target: &mut Target<'_>,
-    hooks: &Hooks,
+    (hooks, enough, prepare): (&Hooks, &(dyn Fn() -> bool + Sync), Prepare<'_>),
     observer: &mut dyn Observer,
 ) -> Result<Ran, ClientError> {
     let mut trials = Trials::new(control_rtt(&session), Duration::ZERO, 0);
@@ -194,6 +204,8 @@ pub(super) fn run(
         sink: Mutex::new(target),
         arrived: Mutex::new(got.clone()),
         hooks,
+        enough,
+        prepare,
     };
     let (tx, rx) = mpsc::channel();
     let (ended, wanted) = std::thread::scope(|scope| {
@@ -230,6 +242,9 @@ pub(super) fn run(
                 break;
             }
             std::thread::sleep(super::WATCH_EVERY);
+            if enough() {
+                continue;
+            }
             let running: Vec<Arc<Part>> = lanes
                 .iter()
                 .filter(|(_, thread)| !thread.is_finished())
@@ -333,7 +348,7 @@ pub(super) fn run(
     if let Some(e) = first_error {
         return Err(e);
     }
-    if !got.covers(size) {
+    if !got.covers(size) && !enough() {
         return Err(ClientError::Parallel {
             why: "the lanes of streams ended before the file was whole",
         });
@@ -347,6 +362,7 @@ pub(super) fn run(
         });
     };
     let mut session = first.session.take();
+    let reply = first.reply.take();
     for other in lanes {
         match (session.is_none(), other.session) {
             (true, Some(s)) => session = Some(s),
@@ -362,6 +378,7 @@ pub(super) fn run(
         // that ended early does not add to them).
         streams: wanted * LANE_STREAMS,
         trials: trials.trials().to_vec(),
+        reply,
     })
 }
 
@@ -377,6 +394,7 @@ fn lane(
         Some(session) => session,
         None => {
             let mut session = Session::open(shared.url, shared.options, &mut relay)?;
+            (shared.prepare)(&mut session, &mut relay)?;
             extended_mode(&mut session, LANE_STREAMS, &mut relay)?;
             session
         }
@@ -405,6 +423,7 @@ fn lane(
         return Ok(Ended {
             session: Some(session),
             plan: (plan.mode, plan.applied),
+            reply: None,
         });
     }
     let held = outside(&lacking, shared.size);
@@ -424,37 +443,50 @@ fn lane(
         connect_timeout: shared.options.connect_timeout,
         idle_timeout: shared.options.idle_timeout,
     };
-    let whole = || shared.whole(part.start, part.end.load(Ordering::SeqCst));
+    // Its part whole while its server still sends past it (the part was
+    // split after the RETR): the lane is done. A part never split ends
+    // with its server's EODs and 226.
+    let whole = || {
+        let now = part.end.load(Ordering::SeqCst);
+        now < end && shared.whole(part.start, now)
+    };
     let mut sink = Sink(shared);
     let (result, _) = blocks::receive(
         incoming,
         Assembly::new(Some(shared.size), held),
         Some(&mut sink as &mut dyn WriteAt),
         &hooks.moved,
-        &|| signals::caught().is_some() || whole(),
+        &|| signals::caught().is_some() || whole() || (shared.enough)(),
         &mut |stream| hooks.connected(stream),
         &mut |stream| hooks.first(stream),
     );
     let plan_made = (plan.mode, plan.applied);
-    let session = match result {
+    let (session, reply) = match result {
         Ok(_) => {
             let last = session.ending("RETR", early, &mut relay)?;
             if !last.is_completion() {
                 return Err(session.remote_error("RETR", path, &last));
             }
-            Some(session)
+            (Some(session), Some(last))
         }
         // Its part came whole, partly over other lanes: closing the
         // control connection ends the transfer.
         Err(Failure::Stopped) if signals::caught().is_none() && whole() => {
             relay.protocol("part whole: closing this lane's control connection");
-            None
+            (None, None)
+        }
+        // A planned end: the streams are closed, and the server's
+        // negative reply says so.
+        Err(Failure::Stopped) if signals::caught().is_none() && (shared.enough)() => {
+            let last = session.ending("RETR", early, &mut relay)?;
+            (Some(session), Some(last))
         }
         Err(failure) => return Err(failed(failure, server, "RETR", shared.url)),
     };
     Ok(Ended {
         session,
         plan: plan_made,
+        reply,
     })
 }
 
