@@ -519,6 +519,24 @@ fn get_p_auto_adds_a_lane_where_eight_streams_leave_the_path_idle_and_the_file_a
 
 #[test]
 fn put_p_auto_adds_streams_to_its_running_stor_where_eight_leave_the_path_idle() {
+    put_p_auto_into(Server::Rightsize);
+}
+
+#[test]
+fn put_p_auto_adds_streams_to_a_globus_servers_running_stor() {
+    put_p_auto_into(Server::Globus);
+}
+
+/// The server of [`put_p_auto_into`].
+#[derive(Clone, Copy, PartialEq)]
+enum Server {
+    Rightsize,
+    Globus,
+}
+
+/// `put -P auto` of 96 MiB across a lossy emulated path into `server`:
+/// the streams double within one `STOR` and the file arrives whole.
+fn put_p_auto_into(server: Server) {
     let _one = lock();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let root = dir.path().join("root");
@@ -527,22 +545,50 @@ fn put_p_auto_adds_streams_to_its_running_stor_where_eight_leave_the_path_idle()
     let local = dir.path().join("f.bin");
     std::fs::write(&local, &data).unwrap_or_else(|e| panic!("{e}"));
     let bin = env!("CARGO_BIN_EXE_rightsize");
-    let users = dir.path().join("users.txt");
-    let mut passwd = rightsize();
-    passwd
-        .args(["passwd"])
-        .arg(&users)
-        .arg("w")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = passwd.spawn().unwrap_or_else(|e| panic!("{e}"));
-    if let Some(mut stdin) = child.stdin.take() {
-        std::io::Write::write_all(&mut stdin, b"secret\n").unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert!(
-        child.wait().is_ok_and(|s| s.success()),
-        "rightsize passwd failed"
-    );
+    let (command, url) = match server {
+        Server::Rightsize => {
+            let users = dir.path().join("users.txt");
+            let mut passwd = rightsize();
+            passwd
+                .args(["passwd"])
+                .arg(&users)
+                .arg("w")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null());
+            let mut child = passwd.spawn().unwrap_or_else(|e| panic!("{e}"));
+            if let Some(mut stdin) = child.stdin.take() {
+                std::io::Write::write_all(&mut stdin, b"secret\n")
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            assert!(
+                child.wait().is_ok_and(|s| s.success()),
+                "rightsize passwd failed"
+            );
+            (
+                format!(
+                    "[\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\", \"--users\", \"{}\"]",
+                    root.display(),
+                    users.display()
+                ),
+                "ftp://w:secret@right:2121/".to_owned(),
+            )
+        }
+        Server::Globus => {
+            // Its anonymous user writes as nobody.
+            std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+                .unwrap_or_else(|e| panic!("{e}"));
+            for up in dir.path().ancestors().skip(1) {
+                let mode = std::fs::metadata(up).map_or(0, |m| {
+                    std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+                });
+                assert!(mode & 0o001 != 0, "{} is closed to nobody", up.display());
+            }
+            (
+                "[\"globus-gridftp-server\", \"-aa\", \"-anonymous-user\", \"nobody\", \"-p\", \"2121\", \"-home-dir\", \"/\", \"-no-chdir\", \"-port-range\", \"50000,50100\"]".to_owned(),
+                format!("ftp://right:2121/{}/", root.display()),
+            )
+        }
+    };
     // As for get -P auto: 0.5% loss each way holds each cubic stream to a
     // few Mbit/s, so the chooser doubles the streams.
     let spec = write(
@@ -552,9 +598,7 @@ fn put_p_auto_adds_streams_to_its_running_stor_where_eight_leave_the_path_idle()
             "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
              [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
              [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
-             command = [\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\", \"--users\", \"{}\"]\n",
-            root.display(),
-            users.display()
+             command = {command}\n"
         ),
     );
     let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
@@ -566,7 +610,7 @@ fn put_p_auto_adds_streams_to_its_running_stor_where_eight_leave_the_path_idle()
             "--", "bash", "-c", wait, "wait", bin, "put", "-P", "auto", "-v", "--json", "--verify",
         ])
         .arg(&local)
-        .arg("ftp://w:secret@right:2121/");
+        .arg(&url);
     let output = run_ok(&mut cmd);
     let stored = std::fs::read(root.join("f.bin")).unwrap_or_else(|e| panic!("{e}"));
     assert!(
