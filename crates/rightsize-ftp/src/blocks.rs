@@ -35,7 +35,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -50,8 +50,9 @@ use crate::stream::{DataStream, Secure};
 pub(crate) const BLOCK_BYTES: u64 = 256 * 1024;
 /// How often the accept loop looks for the end.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
-/// How often a send looks for streams that join it.
-const JOIN_POLL: Duration = Duration::from_millis(10);
+/// The longest a send waits to look again at its streams (each change
+/// wakes it at once).
+const JOIN_WAIT: Duration = Duration::from_millis(100);
 /// How often a receiving connection looks for the end between reads.
 const READ_POLL: Duration = Duration::from_millis(50);
 
@@ -130,6 +131,8 @@ pub(crate) trait WriteAt: Send {
 /// left, counts every stream counted then; no stream joins after it.
 pub(crate) struct Crew {
     state: Mutex<CrewState>,
+    /// Wakes the send when a stream joins, is lost or ends.
+    changed: Condvar,
 }
 
 struct CrewState {
@@ -164,6 +167,7 @@ impl Crew {
                 ended: 0,
                 lost: None,
             }),
+            changed: Condvar::new(),
         }
     }
 
@@ -188,6 +192,7 @@ impl Crew {
         let mut s = self.lock();
         s.reserved = s.reserved.saturating_sub(1);
         s.joining.push(stream);
+        self.changed.notify_all();
     }
 
     /// A reserved stream that could not be made (`why`): no longer
@@ -200,6 +205,7 @@ impl Crew {
         } else {
             s.counted = s.counted.saturating_sub(1);
         }
+        self.changed.notify_all();
     }
 
     /// Asks `n` streams (never the first) to end after their block.
@@ -207,6 +213,12 @@ impl Crew {
         let mut s = self.lock();
         let others = s.counted.saturating_sub(s.ended + s.leaving + 1);
         s.leaving += n.min(others);
+    }
+
+    /// A stream ended.
+    fn ended(&self) {
+        self.lock().ended += 1;
+        self.changed.notify_all();
     }
 
     /// Streams sending now, or about to.
@@ -243,6 +255,15 @@ impl Crew {
     }
 }
 
+/// Tells its crew that a stream ended, when dropped.
+struct EndedOnDrop<'a>(&'a Crew);
+
+impl Drop for EndedOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.ended();
+    }
+}
+
 /// Sends `blocks` of `source` over `streams` (already connected); counts
 /// the payload in `moved`. Once `enough` says so, no stream takes another
 /// block: each ends cleanly after the one it sends (a test limited by
@@ -276,21 +297,36 @@ pub(crate) fn send_crew(
     }
     let failed = AtomicBool::new(false);
     let close = if keep { 0 } else { descriptor::CLOSE };
+    let mut started = 0u64;
     let results: Vec<Result<DataStream, Failure>> = thread::scope(|scope| {
         let mut handles = Vec::new();
+        let mut state = crew.lock();
         loop {
-            let (joined, waiting) = {
-                let mut s = crew.lock();
-                if let Some(lost) = s.lost.take() {
-                    failed.store(true, Ordering::SeqCst);
-                    handles.push(scope.spawn(move || Err(lost)));
-                }
-                (std::mem::take(&mut s.joining), s.reserved > 0)
-            };
+            if let Some(lost) = state.lost.take() {
+                failed.store(true, Ordering::SeqCst);
+                handles.push(scope.spawn(move || Err(lost)));
+            }
+            let joined = std::mem::take(&mut state.joining);
+            // Every stream started has ended, and none is on its way.
+            let over = joined.is_empty() && state.reserved == 0 && state.ended >= started;
+            if over {
+                break;
+            }
+            if joined.is_empty() {
+                state = crew
+                    .changed
+                    .wait_timeout(state, JOIN_WAIT)
+                    .map_or_else(|e| e.into_inner().0, |(s, _)| s);
+                continue;
+            }
+            drop(state);
             for mut stream in joined {
-                let first = handles.is_empty();
+                let first = started == 0;
+                started += 1;
                 let failed = &failed;
                 handles.push(scope.spawn(move || {
+                    // Counted as ended however the thread ends.
+                    let _ended = EndedOnDrop(crew);
                     let halted = || stop() || failed.load(Ordering::SeqCst);
                     let result = send_stream(
                         &mut stream,
@@ -300,7 +336,6 @@ pub(crate) fn send_crew(
                         moved,
                         &halted,
                     );
-                    crew.lock().ended += 1;
                     if result.is_err() {
                         failed.store(true, Ordering::SeqCst);
                         let _ = stream.socket().shutdown(Shutdown::Both);
@@ -310,12 +345,9 @@ pub(crate) fn send_crew(
                     result.map(|()| stream)
                 }));
             }
-            if !waiting && handles.iter().all(|h| h.is_finished()) && crew.lock().joining.is_empty()
-            {
-                break;
-            }
-            thread::sleep(JOIN_POLL);
+            state = crew.lock();
         }
+        drop(state);
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(Failure::Stopped)))

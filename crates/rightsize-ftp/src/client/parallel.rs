@@ -783,9 +783,13 @@ pub(super) fn stor_blocks(
                 hooks: &hooks,
                 join: &join,
             };
-            most = steer(&crewed, &mut trials, (size, started), observer, &|| {
-                worker.is_finished()
-            });
+            most = steer(
+                &crewed,
+                &mut trials,
+                (size, started, most),
+                observer,
+                &|| worker.is_finished(),
+            );
         } else {
             hooks.watch(observer, size, &|| worker.is_finished());
         }
@@ -827,16 +831,16 @@ struct Crewed<'a> {
 /// until `done`, adding streams to the running `STOR` (GFD.20: the
 /// receiver takes connections until the EOF's count of them is in) or
 /// asking the added ones to leave when they made it slower; progress to
-/// `observer`. The most streams that ran at once.
+/// `observer`. The most streams that ran at once (`first` at the start).
 fn steer(
     crewed: &Crewed<'_>,
     trials: &mut Trials,
-    (size, started): (Option<u64>, Instant),
+    (size, started, first): (Option<u64>, Instant, u32),
     observer: &mut dyn Observer,
     done: &dyn Fn() -> bool,
 ) -> u32 {
     let Crewed { crew, hooks, join } = crewed;
-    let mut most = crew.running() as u32;
+    let mut most = first;
     while !done() {
         std::thread::sleep(WATCH_EVERY);
         hooks.report(observer, size);
@@ -881,26 +885,32 @@ fn steer(
         }
         let now = crew.running() as u32;
         most = most.max(now);
-        observer.protocol(&format!(
-            "-P auto: {}{} -> {now} streams{}",
-            trials
-                .trials()
-                .iter()
-                .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
-                .collect::<Vec<_>>()
-                .join(", "),
-            queued.map_or(String::new(), |q| format!(
-                " (a queue at the bottleneck in {:.0}% of the last rounds)",
-                q * 100.0
-            )),
-            if matches!(decision, Choice::Settle(_)) {
-                " (settled)"
-            } else {
-                ""
-            }
-        ));
+        let settled = if matches!(decision, Choice::Settle(_)) {
+            " (settled)"
+        } else {
+            ""
+        };
+        observer.protocol(&trial_line(trials, queued, now, settled));
     }
     most
+}
+
+/// `-P auto`'s line after a trial: the trials so far, the queue the last
+/// one found, the streams now, and `settled`'s words.
+fn trial_line(trials: &Trials, queued: Option<f64>, now: u32, settled: &str) -> String {
+    format!(
+        "-P auto: {}{} -> {now} streams{settled}",
+        trials
+            .trials()
+            .iter()
+            .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
+            .collect::<Vec<_>>()
+            .join(", "),
+        queued.map_or(String::new(), |q| format!(
+            " (a queue at the bottleneck in {:.0}% of the last rounds)",
+            q * 100.0
+        )),
+    )
 }
 
 /// `MODE E`, and for a download `OPTS RETR Parallelism=N,N,N;`.

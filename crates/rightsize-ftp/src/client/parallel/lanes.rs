@@ -310,19 +310,7 @@ pub(super) fn run(
                 }
                 _ => " (settled)".to_owned(),
             };
-            observer.protocol(&format!(
-                "-P auto: {}{} -> {now} streams{settled}",
-                trials
-                    .trials()
-                    .iter()
-                    .map(|(k, bps)| format!("{k} streams {:.1} Mbit/s", bps / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                queued.map_or(String::new(), |q| format!(
-                    " (a queue at the bottleneck in {:.0}% of the last rounds)",
-                    q * 100.0
-                )),
-            ));
+            observer.protocol(&super::trial_line(&trials, queued, now, &settled));
         }
         let ended: Vec<Result<Ended, ClientError>> = lanes
             .into_iter()
