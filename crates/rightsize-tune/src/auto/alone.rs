@@ -570,6 +570,11 @@ impl Alone {
                 self.stale_min_rtt = info.min_rtt_us.and_then(micros);
                 self.min_rtt = Some(least);
                 self.btl_bw.reset(at, rate.max(1.0));
+                // The rounds that shrank the gain measured their queue
+                // against the old min-RTT: on the new path it starts again
+                // too. (Kept, the buffer held a 50 Mbit/s x 160 ms path at
+                // 3.6 Mbit/s once its queue had drained, measured.)
+                self.gain = self.gain.max(1.0);
                 notes.push(format!(
                     "the RTT stayed at {} for {STOOD_ROUNDS} rounds while the buffer came down: \
                      the path's RTT rose, min-RTT starts again",

@@ -398,6 +398,48 @@ fn a_path_whose_rtt_rises_does_not_starve_the_flow() {
     );
 }
 
+#[test]
+fn a_drop_of_the_paths_rate_does_not_starve_the_flow_once_its_queue_drained() {
+    // As above: 200 Mbit/s x 100 ms, then 50 Mbit/s x 160 ms. The queue
+    // the drop leaves stands against the old min-RTT and shrinks the
+    // buffer round after round; once min-RTT starts again, the buffer must
+    // carry the new path, not what the shrinking left.
+    let mut s = Scenario::against_plain("auto", Role::Sender, Path::benchmark(1.0));
+    s.seconds = 16.0;
+    let slow = Path {
+        rate_bps: 50e6,
+        base_rtt: 0.16,
+        ..s.path
+    };
+    s.changes = vec![(8.0, slow)];
+    let o = run(&s);
+    let kernel = run(&Scenario {
+        spec: TunerSpec::Kernel,
+        ..s.clone()
+    });
+    for (from, to) in [(8.0, 12.0), (12.0, 16.0)] {
+        let (auto, kernel) = (
+            o.goodput_between(from, to),
+            kernel.goodput_between(from, to),
+        );
+        eprintln!(
+            "{from}-{to} s: auto {:.1}, kernel {:.1} Mbit/s",
+            mbps(auto),
+            mbps(kernel)
+        );
+    }
+    let (auto, kernel) = (
+        o.goodput_between(8.0, 12.0),
+        kernel.goodput_between(8.0, 12.0),
+    );
+    assert!(
+        auto >= 0.9 * kernel,
+        "{:.1} vs {:.1} Mbit/s in the 4 s after the drop",
+        mbps(auto),
+        mbps(kernel)
+    );
+}
+
 /// `event` with `bytes` retransmitted so far.
 fn with_retrans(event: Event, bytes: u64) -> Event {
     let Event::Sample(mut sample) = event else {
