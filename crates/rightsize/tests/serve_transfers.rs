@@ -391,19 +391,22 @@ fn every_mode_e_stream_of_both_ends_is_tuned_as_one_flow() {
     }
 }
 
+/// `rightsize test` against `serve` with `args` and `--json`: its JSON.
+fn test_json(serve: &Serve, args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
+        .args(["test", &serve.addr.to_string(), "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {output:?}");
+    serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+}
+
 #[test]
 fn test_p_4_moves_memory_to_memory_over_four_tuned_streams_each_way_by_time_or_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), &[]);
-    let test = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(["test", &serve.addr.to_string(), "-P", "4", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
+    let test = |args: &[&str]| test_json(&serve, &[&["-P", "4"], args].concat());
     for reverse in [false, true] {
         let direction: &[&str] = if reverse { &["-R"] } else { &[] };
         // By time: stopped on time, a send cleanly (226), a receive by
@@ -436,15 +439,7 @@ fn test_p_4_moves_memory_to_memory_over_four_tuned_streams_each_way_by_time_or_b
 fn test_p_auto_runs_its_trials_each_way_and_ends_on_time_or_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let serve = Serve::start(dir.path(), &[]);
-    let test = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_rightsize"))
-            .args(["test", &serve.addr.to_string(), "-P", "auto", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
-    };
+    let test = |args: &[&str]| test_json(&serve, &[&["-P", "auto"], args].concat());
     for reverse in [false, true] {
         let direction: &[&str] = if reverse { &["-R"] } else { &[] };
         // Past the first trial (2 s on loopback): 8 streams tried, then 8

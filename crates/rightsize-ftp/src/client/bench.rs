@@ -256,6 +256,48 @@ fn done(stop: &(dyn Fn() -> bool + Sync), plan: &BenchPlan, elapsed: Duration) -
     }
 }
 
+/// The planned end of a test over streams: [`Planned::enough`] once
+/// stopped or out of time, and why.
+struct Planned<'a> {
+    stop: &'a (dyn Fn() -> bool + Sync),
+    plan: &'a BenchPlan,
+    started: std::time::Instant,
+    why: std::sync::Mutex<Option<String>>,
+}
+
+impl<'a> Planned<'a> {
+    /// From now.
+    fn new(stop: &'a (dyn Fn() -> bool + Sync), plan: &'a BenchPlan) -> Planned<'a> {
+        Planned {
+            stop,
+            plan,
+            started: std::time::Instant::now(),
+            why: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether the test is to end now (the reason is kept).
+    fn enough(&self) -> bool {
+        match done(self.stop, self.plan, self.started.elapsed()) {
+            Some(why) => {
+                *self
+                    .why
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Why it ended before its bytes, if it did.
+    fn why(self) -> Option<String> {
+        self.why
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The test over `plan.streams` streams in MODE E (`test -P N`); a
 /// planned stop ends a send cleanly and closes a receive's streams, whose
 /// negative reply is then expected.
@@ -268,17 +310,8 @@ fn streams(
     stop: &(dyn Fn() -> bool + Sync),
     direction: BenchDirection,
 ) -> Result<Outcome, ClientError> {
-    let started = std::time::Instant::now();
-    let stopped = std::sync::Mutex::new(None);
-    let enough = || match done(stop, plan, started.elapsed()) {
-        Some(why) => {
-            *stopped
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-            true
-        }
-        None => false,
-    };
+    let planned = Planned::new(stop, plan);
+    let enough = || planned.enough();
     let total = plan.limit.bytes();
     let (verb, path) = match direction {
         BenchDirection::Send => ("STOR", sink_path()),
@@ -302,9 +335,7 @@ fn streams(
             &enough,
         )?,
     };
-    let stopped = stopped
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let stopped = planned.why();
     if stopped.is_none() && !reply.is_completion() {
         return Err(session.remote_error(verb, &path, &reply));
     }
@@ -328,17 +359,8 @@ fn lanes(
     observer: &mut dyn Observer,
     (stop, prepare): (&(dyn Fn() -> bool + Sync), super::parallel::Prepare<'_>),
 ) -> Result<(Outcome, Option<Session<super::secure::ClientStream>>), ClientError> {
-    let started = std::time::Instant::now();
-    let stopped = std::sync::Mutex::new(None);
-    let enough = || match done(stop, plan, started.elapsed()) {
-        Some(why) => {
-            *stopped
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-            true
-        }
-        None => false,
-    };
+    let planned = Planned::new(stop, plan);
+    let enough = || planned.enough();
     let total = plan.limit.bytes();
     let path = source_path(total);
     let received = super::parallel::bench_receive_lanes(
@@ -349,9 +371,7 @@ fn lanes(
         (&enough, prepare),
         observer,
     )?;
-    let stopped = stopped
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let stopped = planned.why();
     let report = Report {
         url: String::new(),
         expected_bytes: total,

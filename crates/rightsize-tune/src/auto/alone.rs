@@ -34,7 +34,8 @@
 //!   stands [`STOOD_ROUNDS`] rounds in a row while the buffer comes down,
 //!   its least RTT not falling, means the path's RTT rose: min-RTT starts
 //!   again from that RTT (the kernel's own `min_rtt` keeps the old one for
-//!   minutes, so it is set aside).
+//!   minutes, so it is set aside), and so does `gain`, which those rounds
+//!   shrank against the old min-RTT.
 //! - Once the best rate stops growing (by less than 1/8 in a round), the
 //!   kernel paces the flow at 1/16 above it, and the ceiling follows the
 //!   best rate up (a flow at the ceiling raises it) and down; it is never
