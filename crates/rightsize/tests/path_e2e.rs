@@ -467,32 +467,24 @@ fn get_p_auto_adds_a_lane_where_eight_streams_leave_the_path_idle_and_the_file_a
     let data: Vec<u8> = (0..96u64 << 20).map(|i| (i % 251) as u8).collect();
     std::fs::write(root.join("f.bin"), &data).unwrap_or_else(|e| panic!("{e}"));
     let bin = env!("CARGO_BIN_EXE_rightsize");
-    // 0.5% loss each way holds each cubic stream to a few Mbit/s: eight
-    // leave the 100 Mbit/s path without a queue, so the chooser doubles.
-    let spec = write(
+    let spec = lossy_spec(
         dir.path(),
-        "lossy.toml",
         &format!(
-            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
-             [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
-             [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
-             command = [\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\"]\n",
+            "[\"{bin}\", \"serve\", \"-q\", \"--listen\", \"0.0.0.0:2121\", \"--root\", \"{}\"]",
             root.display()
         ),
     );
     let out = dir.path().join("f.bin");
-    let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
-                sleep 0.05; done; exec \"$@\"";
-    let mut cmd = rightsize();
-    cmd.args(["path", "run"])
-        .arg(&spec)
-        .args([
-            "--", "bash", "-c", wait, "wait", bin, "get", "-P", "auto", "-v", "--json",
-        ])
-        .arg("ftp://right:2121/f.bin")
-        .arg("-o")
-        .arg(&out);
-    let output = run_ok(&mut cmd);
+    let stderr = p_auto_on(
+        &spec,
+        &[
+            "get".as_ref(),
+            "ftp://right:2121/f.bin".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+        data.len() as u64,
+    );
     let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     assert!(
         got == data,
@@ -500,12 +492,6 @@ fn get_p_auto_adds_a_lane_where_eight_streams_leave_the_path_idle_and_the_file_a
         got.len(),
         data.len()
     );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(summary["stream_trials"][0]["streams"], 8, "{summary}");
-    assert_eq!(summary["streams"], 16, "{summary}\n{stderr}");
-    assert_eq!(summary["bytes"], data.len() as u64, "{summary}");
     // The new lane logged in and asked for the second half with REST.
     assert!(stderr.contains("[lane 2] > REST 0-"), "{stderr}");
     assert!(stderr.contains("part whole: closing"), "{stderr}");
@@ -589,29 +575,17 @@ fn put_p_auto_into(server: Server) {
             )
         }
     };
-    // As for get -P auto: 0.5% loss each way holds each cubic stream to a
-    // few Mbit/s, so the chooser doubles the streams.
-    let spec = write(
-        dir.path(),
-        "lossy.toml",
-        &format!(
-            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
-             [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
-             [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
-             command = {command}\n"
-        ),
+    let spec = lossy_spec(dir.path(), &command);
+    let stderr = p_auto_on(
+        &spec,
+        &[
+            "put".as_ref(),
+            "--verify".as_ref(),
+            local.as_os_str(),
+            url.as_ref(),
+        ],
+        data.len() as u64,
     );
-    let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
-                sleep 0.05; done; exec \"$@\"";
-    let mut cmd = rightsize();
-    cmd.args(["path", "run"])
-        .arg(&spec)
-        .args([
-            "--", "bash", "-c", wait, "wait", bin, "put", "-P", "auto", "-v", "--json", "--verify",
-        ])
-        .arg(&local)
-        .arg(&url);
-    let output = run_ok(&mut cmd);
     let stored = std::fs::read(root.join("f.bin")).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         stored == data,
@@ -619,13 +593,47 @@ fn put_p_auto_into(server: Server) {
         stored.len(),
         data.len()
     );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(summary["stream_trials"][0]["streams"], 8, "{summary}");
-    assert_eq!(summary["streams"], 16, "{summary}\n{stderr}");
-    assert_eq!(summary["bytes"], data.len() as u64, "{summary}");
     // One STOR: the streams joined it, no second control connection.
     assert_eq!(stderr.matches("> STOR ").count(), 1, "{stderr}");
     assert!(stderr.contains("-> 16 streams"), "{stderr}");
+}
+
+/// A path of 100 Mbit/s x 40 ms with 0.5% loss each way, `command` (a
+/// TOML array) on the right: the loss holds each cubic stream to a few
+/// Mbit/s, so eight leave the path without a queue and `-P auto` doubles
+/// them.
+fn lossy_spec(dir: &Path, command: &str) -> PathBuf {
+    write(
+        dir,
+        "lossy.toml",
+        &format!(
+            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
+             [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
+             command = {command}\n"
+        ),
+    )
+}
+
+/// Runs `rightsize ARGS -P auto -v --json` on the left host of `spec`
+/// once the right one answers on port 2121, and checks that `-P auto`
+/// tried eight streams, ran sixteen and moved `bytes`; its stderr.
+fn p_auto_on(spec: &Path, args: &[&std::ffi::OsStr], bytes: u64) -> String {
+    let bin = env!("CARGO_BIN_EXE_rightsize");
+    let wait = "for i in $(seq 1 200); do (exec 3<>/dev/tcp/right/2121) 2>/dev/null && break; \
+                sleep 0.05; done; exec \"$@\"";
+    let mut cmd = rightsize();
+    cmd.args(["path", "run"])
+        .arg(spec)
+        .args(["--", "bash", "-c", wait, "wait", bin])
+        .args(args)
+        .args(["-P", "auto", "-v", "--json"]);
+    let output = run_ok(&mut cmd);
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(summary["stream_trials"][0]["streams"], 8, "{summary}");
+    assert_eq!(summary["streams"], 16, "{summary}\n{stderr}");
+    assert_eq!(summary["bytes"], bytes, "{summary}");
+    stderr
 }
