@@ -151,15 +151,17 @@ impl Trials {
 
     /// The trial of `streams` that made `goodput_bps` (with a queue at the
     /// bottleneck in `queued` of its counted rounds) is decided at `at`
-    /// with `moved` bytes moved; `more_allowed` says whether the transfer
-    /// can still take more streams (what is left lasts long enough). A
-    /// [`Choice::Try`] begins the next trial now.
+    /// with `moved` bytes moved and `left` bytes still to move: more
+    /// streams only while what is left lasts two more trials (new streams
+    /// start slow). A [`Choice::Try`] begins the next trial now.
     pub fn decide(
         &mut self,
         (streams, goodput_bps, queued): (u32, f64, Option<f64>),
         (at, moved): (Duration, u64),
-        more_allowed: bool,
+        left: u64,
     ) -> Choice {
+        let more_allowed =
+            left as f64 * 8.0 / goodput_bps.max(1.0) > 2.0 * self.length.as_secs_f64();
         let choice = match self.chooser.measured(streams, goodput_bps, queued) {
             Choice::Try(_) if !more_allowed => Choice::Settle(streams),
             choice => choice,
@@ -246,7 +248,7 @@ mod tests {
         };
         assert!((bps - 160e6).abs() < 1.0, "{bps}");
         assert_eq!(
-            t.decide((FIRST, bps, None), (ms(4000), 60_000_000), true),
+            t.decide((FIRST, bps, None), (ms(4000), 60_000_000), u64::MAX),
             Choice::Try(2 * FIRST)
         );
         assert_eq!(t.at(ms(5000), 80_000_000), Phase::Running);
@@ -255,9 +257,10 @@ mod tests {
             panic!("the second trial is over at 8 s");
         };
         assert!((bps - 200e6).abs() < 1.0, "{bps}");
-        // 1.25 x: it would double again, but the transfer ends too soon.
+        // 1.25 x: it would double again, but 150 MB at 200 Mbit/s end
+        // within two trials.
         assert_eq!(
-            t.decide((2 * FIRST, bps, None), (ms(8000), 150_000_000), false),
+            t.decide((2 * FIRST, bps, None), (ms(8000), 150_000_000), 150_000_000),
             Choice::Settle(2 * FIRST)
         );
         assert_eq!(t.at(ms(20_000), 400_000_000), Phase::Settled);

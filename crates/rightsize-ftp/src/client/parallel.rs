@@ -548,6 +548,22 @@ impl Hooks {
         }
     }
 
+    /// Where `trials` is at `at`: once its trial is over, the goodput, the
+    /// share of the counted rounds that found a queue at the bottleneck,
+    /// and the bytes moved; `None` before (the queue is counted from the
+    /// second half on).
+    fn trial_over(&self, trials: &mut Trials, at: Duration) -> Option<(f64, Option<f64>, u64)> {
+        let moved = self.moved.load(Ordering::Relaxed);
+        match trials.at(at, moved) {
+            Phase::Running | Phase::Settled => None,
+            Phase::Counting => {
+                let _ = self.tuners.queued();
+                None
+            }
+            Phase::Over(goodput) => Some((goodput, self.tuners.queued(), moved)),
+        }
+    }
+
     /// The download's first stream and when it came, once.
     fn take_first(&self) -> Option<(Instant, TcpStream)> {
         lock(&self.first).take()
@@ -844,24 +860,14 @@ fn steer(
     while !done() {
         std::thread::sleep(WATCH_EVERY);
         hooks.report(observer, size);
-        let moved = hooks.moved.load(Ordering::Relaxed);
-        let goodput = match trials.at(started.elapsed(), moved) {
-            Phase::Running | Phase::Settled => continue,
-            Phase::Counting => {
-                let _ = hooks.tuners.queued();
-                continue;
-            }
-            Phase::Over(goodput) => goodput,
+        let Some((goodput, queued, moved)) = hooks.trial_over(trials, started.elapsed()) else {
+            continue;
         };
         let streams = crew.running() as u32;
-        let queued = hooks.tuners.queued();
-        // More streams only while what is left lasts two more trials.
-        let lasting =
-            crew.left() as f64 * 8.0 / goodput.max(1.0) > 2.0 * trials.length().as_secs_f64();
         let decision = trials.decide(
             (streams, goodput, queued),
             (started.elapsed(), moved),
-            lasting,
+            crew.left(),
         );
         match decision {
             Choice::Try(n) => {

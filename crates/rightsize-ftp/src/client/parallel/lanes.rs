@@ -37,7 +37,7 @@ use rightsize_ftp_proto::mode_e::{Assembly, Ranges};
 use rightsize_ftp_proto::url::FtpUrl;
 use rightsize_ftp_proto::{Command, Reply};
 use rightsize_sys::signals;
-use rightsize_tune::streams::{self as chooser, Choice, Phase, Trials};
+use rightsize_tune::streams::{self as chooser, Choice, Trials};
 
 use super::{Hooks, Prepare, Ran, Target, control_rtt, extended_mode, failed, lock, rest_ranges};
 use crate::blocks::{self, Failure, Incoming, WriteAt};
@@ -260,28 +260,16 @@ pub(super) fn run(
                 ));
                 spawn(&mut lanes, None, part);
             }
-            let moved = hooks.moved.load(Ordering::Relaxed);
-            let goodput = match trials.at(clock.elapsed(), moved) {
-                Phase::Running | Phase::Settled => continue,
-                Phase::Counting => {
-                    // The queue is counted over the second half too.
-                    let _ = hooks.tuners.queued();
-                    continue;
-                }
-                Phase::Over(goodput) => goodput,
+            let Some((goodput, queued, moved)) = hooks.trial_over(&mut trials, clock.elapsed())
+            else {
+                continue;
             };
             let streams = running.len() as u32 * LANE_STREAMS;
-            let queued = hooks.tuners.queued();
-            // More streams only while what is left lasts two more trials:
-            // a new lane logs in and starts slow.
+            // A new lane logs in and starts slow: none for the last two
+            // trials' bytes.
             let left = size.saturating_sub(lock(&shared.arrived).total());
-            let lasting =
-                left as f64 * 8.0 / goodput.max(1.0) > 2.0 * trials.length().as_secs_f64();
-            let decision = trials.decide(
-                (streams, goodput, queued),
-                (clock.elapsed(), moved),
-                lasting,
-            );
+            let decision =
+                trials.decide((streams, goodput, queued), (clock.elapsed(), moved), left);
             let mut added = 0;
             if let Choice::Try(_) = decision {
                 // Every running lane gives the second half of what it

@@ -368,24 +368,32 @@ fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_
     }
 }
 
-#[test]
-fn a_path_whose_rtt_rises_does_not_starve_the_flow() {
-    // 200 Mbit/s x 100 ms, then 50 Mbit/s x 160 ms with the same queue (as
-    // the changing benchmark path): the RTT that rose is not a queue to
-    // cut the buffer against for ever.
+/// The sender alone (`auto`) and the kernel over `seconds` of the deep
+/// benchmark path, 200 Mbit/s x 100 ms, that becomes 50 Mbit/s x 160 ms
+/// with the same queue at `at` seconds (as the changing path does).
+fn rate_drops_at(at: f64, seconds: f64) -> (Outcome, Outcome) {
     let mut s = Scenario::against_plain("auto", Role::Sender, Path::benchmark(1.0));
-    s.seconds = 30.0;
+    s.seconds = seconds;
     let slow = Path {
         rate_bps: 50e6,
         base_rtt: 0.16,
         ..s.path
     };
-    s.changes = vec![(10.0, slow)];
-    let o = run(&s);
+    s.changes = vec![(at, slow)];
+    let auto = run(&s);
     let kernel = run(&Scenario {
         spec: TunerSpec::Kernel,
-        ..s.clone()
+        ..s
     });
+    (auto, kernel)
+}
+
+#[test]
+fn a_path_whose_rtt_rises_does_not_starve_the_flow() {
+    // 200 Mbit/s x 100 ms, then 50 Mbit/s x 160 ms with the same queue (as
+    // the changing benchmark path): the RTT that rose is not a queue to
+    // cut the buffer against for ever.
+    let (o, kernel) = rate_drops_at(10.0, 30.0);
     let (auto_late, kernel_late) = (
         o.goodput_between(20.0, 30.0),
         kernel.goodput_between(20.0, 30.0),
@@ -404,19 +412,7 @@ fn a_drop_of_the_paths_rate_does_not_starve_the_flow_once_its_queue_drained() {
     // the drop leaves stands against the old min-RTT and shrinks the
     // buffer round after round; once min-RTT starts again, the buffer must
     // carry the new path, not what the shrinking left.
-    let mut s = Scenario::against_plain("auto", Role::Sender, Path::benchmark(1.0));
-    s.seconds = 16.0;
-    let slow = Path {
-        rate_bps: 50e6,
-        base_rtt: 0.16,
-        ..s.path
-    };
-    s.changes = vec![(8.0, slow)];
-    let o = run(&s);
-    let kernel = run(&Scenario {
-        spec: TunerSpec::Kernel,
-        ..s.clone()
-    });
+    let (o, kernel) = rate_drops_at(8.0, 16.0);
     for (from, to) in [(8.0, 12.0), (12.0, 16.0)] {
         let (auto, kernel) = (
             o.goodput_between(from, to),
