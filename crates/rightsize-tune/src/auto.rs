@@ -105,7 +105,7 @@ pub(crate) mod view;
 
 use steer::{Ramp, Reading, State};
 
-use super::meter::{bytes_capped, scaled, show_bytes, show_ms, show_rate};
+use super::meter::{WindowedMax, bytes_capped, scaled, show_bytes, show_ms, show_rate};
 use super::sobas::TRAINS;
 use super::{
     Action, Context, Decision, DecisionRecord, Event, Inputs, MAX_PLAUSIBLE_RATE_BPS, Peer, Role,
@@ -394,6 +394,12 @@ struct Auto {
     hold: Option<(Duration, f64)>,
     /// Alone: whether a queue has shown the path's capacity yet.
     found: bool,
+    /// Alone: the flow's best rate over the last [`plain::BEST_WINDOW`],
+    /// bytes per second; a cut goes no lower (see [`Auto::alone_floor`]).
+    best: WindowedMax,
+    /// Alone: the window a loss asked for, applied once the sender's
+    /// recovery is over (see [`Auto::cut_after_recovery`]).
+    after_recovery: Option<f64>,
     /// What the flow carried in its last min-RTT (the sender's rate, or
     /// this end's count of the last min-RTT if higher, x min-RTT), bytes.
     carried: f64,
@@ -446,6 +452,8 @@ impl Auto {
             alone,
             hold: None,
             found: false,
+            best: WindowedMax::new(plain::BEST_WINDOW),
+            after_recovery: None,
             carried: 0.0,
             aside_bdps: 0.0,
         }
@@ -819,9 +827,14 @@ impl Auto {
             self.deepest_queue = self
                 .deepest_queue
                 .max(r.rtt.as_secs_f64() / r.rt_prop.as_secs_f64() - 1.0);
+            if self.alone {
+                self.best.update(r.at, r.rate);
+            }
             self.carried = r.rate.max(view.recent_rate.unwrap_or(0.0))
                 * r.rt_prop.max(MIN_SIZING_RTT).as_secs_f64();
-            decision = if let Some(dropped) = self.trains_read_low(&r, view.loss) {
+            decision = if let Some(recovering) = self.recovery(&r, view.loss) {
+                recovering
+            } else if let Some(dropped) = self.trains_read_low(&r, view.loss) {
                 dropped
             } else if view.loss && self.state != State::StepAside {
                 self.on_loss(&r)

@@ -284,7 +284,10 @@ impl Auto {
                     } else {
                         r.rate
                     };
-                    let window = self.target(rate, r.rt_prop).min(self.window);
+                    let window = self
+                        .target(rate, r.rt_prop)
+                        .min(self.window)
+                        .max(self.alone_floor(r));
                     return self.retarget(
                         r.at,
                         window,
@@ -370,6 +373,7 @@ impl Auto {
                         );
                     };
                     self.obs.reset_btl_bw(r.at, busy);
+                    self.best.reset(r.at, busy);
                     if check.bw_before > busy * (1.0 + RECALL_DROP) {
                         self.slower_from = Some((r.at, check.bw_before));
                     }
@@ -413,6 +417,7 @@ impl Auto {
                 let rate = busy.unwrap_or(r.rate).min(check.bw_before);
                 self.obs.reset_rt_prop(check.min_rtt);
                 self.obs.reset_btl_bw(r.at, rate);
+                self.best.reset(r.at, rate);
                 self.retarget(
                     r.at,
                     rate * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
@@ -526,7 +531,7 @@ impl Auto {
     }
 
     /// Whether a loss was seen less than `rtts` RTTs before `r`.
-    fn loss_within(&self, r: &Reading, rtts: f64) -> bool {
+    pub(super) fn loss_within(&self, r: &Reading, rtts: f64) -> bool {
         self.loss_seen
             .is_some_and(|last| r.at.saturating_sub(last) < scaled(r.rtt, rtts))
     }
@@ -564,9 +569,12 @@ impl Auto {
             self.state = State::Cruise;
             self.found = true;
             self.obs.reset_btl_bw(r.at, r.rate);
-            let window = self.target(r.rate, r.rt_prop).min(self.window);
-            return self.retarget(
-                r.at,
+            let window = self
+                .target(r.rate, r.rt_prop)
+                .min(self.window)
+                .max(self.alone_floor(r));
+            return self.cut_after_recovery(
+                r,
                 window,
                 format!("loss, RTT inflated: the queue overflowed; {}", r.numbers),
             );
@@ -603,9 +611,9 @@ impl Auto {
         if self.window > target * (1.0 + OVERSHOOT) && !r.no_queue {
             self.state = State::Cruise;
             self.found = true;
-            return self.retarget(
-                r.at,
-                target,
+            return self.cut_after_recovery(
+                r,
+                target.max(self.alone_floor(r)),
                 format!("loss, window above the BDP: overshoot; {}", r.numbers),
             );
         }
@@ -661,9 +669,12 @@ impl Auto {
         {
             self.headroom /= 2.0;
             self.state = State::Cruise;
-            let window = self.target(r.bw, r.rt_prop).min(self.window);
-            return self.retarget(
-                r.at,
+            let window = self
+                .target(r.bw, r.rt_prop)
+                .min(self.window)
+                .max(self.alone_floor(r));
+            return self.cut_after_recovery(
+                r,
                 window,
                 format!(
                     "loss at a full window with a standing queue of {:.1}%: the queue is \

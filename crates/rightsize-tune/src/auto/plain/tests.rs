@@ -5,9 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+use super::super::Auto;
+use super::super::steer::{Reading, State};
 use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
 use crate::tests::model::Path;
-use crate::{Action, Role};
+use crate::tests::{ctx, ms};
+use crate::{Action, Peer, Role};
 
 fn both(path: Path) -> (Outcome, Outcome) {
     auto_and_kernel(Role::Receiver, path)
@@ -131,4 +134,99 @@ fn a_random_loss_at_the_target_steps_aside_at_once() {
         })
         .unwrap();
     assert!(window >= 2.0 * path.bdp(), "{text}: window {window:.0}");
+}
+
+/// A reading of a receiver alone at `at_ms` on a 40 ms path, the flow at
+/// `mbit` Mbit/s held by its window, with a queue (RTT `rtt_ms`) or not.
+fn reading(at_ms: u64, mbit: f64, rtt_ms: u64) -> Reading {
+    let rate = mbit * 1e6 / 8.0;
+    Reading {
+        at: ms(at_ms),
+        rate,
+        bw: rate,
+        rtt: ms(rtt_ms),
+        rt_prop: ms(40),
+        limited: true,
+        inflated: rtt_ms > 45,
+        no_queue: rtt_ms <= 41,
+        empty: rtt_ms <= 40,
+        numbers: String::new(),
+    }
+}
+
+/// A loss at `at_ms` with a queue (RTT 47 ms), the flow at `mbit`
+/// Mbit/s, as the tuner's sample loop handles it: the window it cuts to
+/// once the recovery is over.
+fn loss_with_a_queue(auto: &mut Auto, at_ms: u64, mbit: f64) -> f64 {
+    let r = reading(at_ms, mbit, 47);
+    auto.best.update(r.at, r.rate);
+    auto.on_loss(&r);
+    auto.after_recovery.expect("a cut after the recovery")
+}
+
+#[test]
+fn losses_below_the_flows_best_rate_do_not_ratchet_the_window_down() {
+    // 100 Mbit/s x 40 ms with a 50-packet queue: the flow carried
+    // 96 Mbit/s, then each loss to its own bursts came at a lower rate
+    // (the sender's recovery from the loss before).
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    auto.state = State::Cruise;
+    auto.found = true;
+    let best = 96e6 / 8.0;
+    auto.best.update(ms(1_000), best);
+    auto.window = 2.0 * best * 0.040;
+    let bdp = best * 0.040;
+    for (at_ms, mbit) in [(2_000, 77.0), (4_000, 61.0), (7_000, 49.0)] {
+        auto.after_recovery = None;
+        let window = loss_with_a_queue(&mut auto, at_ms, mbit);
+        assert!(
+            window >= bdp,
+            "a loss at {mbit} Mbit/s at {at_ms} ms cut the window to {window:.0}, below the {bdp:.0} of the best rate"
+        );
+    }
+    // Ten seconds after the flow last carried more, the rate of a loss
+    // with a queue is the path's again: the window follows it down.
+    let window = loss_with_a_queue(&mut auto, 17_500, 40.0);
+    assert!(
+        window < 0.5 * bdp,
+        "the window stayed at {window:.0} with the flow at 40 Mbit/s for 10 s"
+    );
+}
+
+#[test]
+fn a_loss_is_ridden_out_and_the_window_cut_once_the_recovery_is_over() {
+    // At the window (1.06 x the BDP of 96 Mbit/s x 40 ms), a loss with
+    // the queue full: the hole holds the advertised window for an RTT
+    // while the sender goes on.
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    auto.state = State::Cruise;
+    auto.found = true;
+    let rate = 96e6 / 8.0;
+    auto.best.update(ms(1_000), rate);
+    auto.window = auto.target(rate, ms(40));
+    let at_target = auto.window;
+    let cut = loss_with_a_queue(&mut auto, 2_000, 96.0);
+    let flight = rate * 0.047;
+    assert!(
+        auto.window >= 1.75 * flight,
+        "the window {:.0} during the recovery of a flight of {flight:.0}",
+        auto.window
+    );
+    assert!(cut <= at_target, "cut to {cut:.0} from {at_target:.0}");
+    // During the recovery nothing steers it, whatever the readings say.
+    for at_ms in [2_050, 2_100, 2_150] {
+        let r = reading(at_ms, 40.0, 40);
+        let d = auto.recovery(&r, false).expect("held");
+        assert!(d.actions.is_empty(), "{d:?}");
+    }
+    // Four RTTs after the loss: the cut.
+    let r = reading(2_200, 60.0, 40);
+    let d = auto.recovery(&r, false).expect("the cut");
+    assert!(
+        d.record.unwrap().reason.contains("the recovery is over"),
+        "{:?}",
+        d.actions
+    );
+    assert_eq!(auto.window, cut);
+    assert!(auto.recovery(&r, false).is_none());
 }
