@@ -495,7 +495,8 @@ impl Auto {
         {
             self.history.pop_front();
         }
-        self.memory.tighten(self.state == State::StepAside);
+        self.memory
+            .tighten(self.state == State::StepAside || self.after_recovery.is_some());
         let actions = self.memory.actions(bytes, window > old);
         let mut decision = Decision::act(self.state.name(), actions, bytes, reason);
         self.tell_peer(&mut decision);

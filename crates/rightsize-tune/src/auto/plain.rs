@@ -165,7 +165,9 @@ impl Auto {
     /// out at once, a burst that a 50-packet queue dropped again. Each
     /// such loss left cubic at 0.4 of its rate instead of 0.7, from vsftpd
     /// on 100 Mbit/s x 40 ms (measured). Once the recovery is over the
-    /// sender's window is 0.7 of what it was, under the cut.
+    /// sender's window is 0.7 of what it was, under the cut. Meanwhile
+    /// the window binds only in the recovery, and memory stays close to
+    /// it, as stepping aside.
     pub(super) fn cut_after_recovery(
         &mut self,
         r: &Reading,
@@ -176,7 +178,12 @@ impl Auto {
             return self.retarget(r.at, window, reason);
         }
         self.after_recovery = Some(window);
-        let flight = r.rate.max(r.bw) * r.rtt.as_secs_f64();
+        // What the sender had out: its rate over the RTT of now, no more
+        // than the window of an RTT ago lets out (behind bbr's startup
+        // the RTT read +43%, and 1.75 x its rate times that RTT was
+        // 6 MB on a 2.5 MB path).
+        let flight = (r.rate.max(r.bw) * r.rtt.as_secs_f64())
+            .min(self.window_at(r.at.saturating_sub(r.rtt)));
         let ride = (RIDE_OUT_FLIGHTS * flight).max(self.window);
         self.retarget(
             r.at,

@@ -204,12 +204,14 @@ fn a_loss_is_ridden_out_and_the_window_cut_once_the_recovery_is_over() {
     let rate = 96e6 / 8.0;
     auto.best.update(ms(1_000), rate);
     auto.window = auto.target(rate, ms(40));
+    auto.history.push_back((ms(1_000), auto.window));
     let at_target = auto.window;
     let cut = loss_with_a_queue(&mut auto, 2_000, 96.0);
-    let flight = rate * 0.047;
+    // The window of an RTT ago was in flight (less than the rate times
+    // the RTT of now, with the queue).
     assert!(
-        auto.window >= 1.75 * flight,
-        "the window {:.0} during the recovery of a flight of {flight:.0}",
+        auto.window >= 1.75 * at_target,
+        "the window {:.0} during the recovery of a flight of {at_target:.0}",
         auto.window
     );
     assert!(cut <= at_target, "cut to {cut:.0} from {at_target:.0}");
