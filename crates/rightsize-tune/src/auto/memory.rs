@@ -109,9 +109,10 @@ impl Memory {
     }
 
     /// Keeps memory within [`MARGIN`] of the window (`tight`), or the
-    /// end's own margin again. A receiver alone steps aside to a window
-    /// that binds only in a loss recovery, so the bursts [`MARGIN_ALONE`]
-    /// guards against do not arise, and its margin would only hold memory.
+    /// end's own margin again. A receiver alone steps aside, or raises
+    /// its window to ride out a recovery, to a window that binds only in
+    /// a loss recovery, so the bursts [`MARGIN_ALONE`] guards against do
+    /// not arise, and its margin would only hold memory.
     pub fn tighten(&mut self, tight: bool) {
         self.margin = if tight || !self.ctx.receiver_alone() {
             MARGIN

@@ -150,6 +150,22 @@ pub(super) const BEST_WINDOW: Duration = Duration::from_secs(10);
 /// sender this many times its flight.
 const ROOM: f64 = 2.0;
 
+impl Auto {
+    /// Whether the window is [`ROOM`] x the flight: alone, past the first
+    /// ramp, before a queue showed the capacity. Such a window does not
+    /// bind but in a loss recovery.
+    pub(super) fn leaves_room(&self) -> bool {
+        let first_ramp = matches!(
+            self.state,
+            State::Startup {
+                ramp: Ramp::Times(_),
+                ..
+            }
+        );
+        self.alone && !self.found && !first_ramp
+    }
+}
+
 /// Alone, a loss recovery is ridden out with a window of at least this
 /// many times what was in flight at the loss: the sender sends about 0.7
 /// of a flight more before the hole is filled.
@@ -165,9 +181,9 @@ impl Auto {
     /// out at once, a burst that a 50-packet queue dropped again. Each
     /// such loss left cubic at 0.4 of its rate instead of 0.7, from vsftpd
     /// on 100 Mbit/s x 40 ms (measured). Once the recovery is over the
-    /// sender's window is 0.7 of what it was, under the cut. Meanwhile
-    /// the window binds only in the recovery, and memory stays close to
-    /// it, as stepping aside.
+    /// sender's window is 0.7 of what it was, under the cut. A window
+    /// raised for that binds only in the recovery, and memory stays close
+    /// to it, as stepping aside.
     pub(super) fn cut_after_recovery(
         &mut self,
         r: &Reading,
@@ -185,6 +201,7 @@ impl Auto {
         let flight = (r.rate.max(r.bw) * r.rtt.as_secs_f64())
             .min(self.window_at(r.at.saturating_sub(r.rtt)));
         let ride = (RIDE_OUT_FLIGHTS * flight).max(self.window);
+        self.riding_out = ride > self.window * (1.0 + HYSTERESIS);
         self.retarget(
             r.at,
             ride,
@@ -207,6 +224,7 @@ impl Auto {
             return Some(Decision::none());
         }
         self.after_recovery = None;
+        self.riding_out = false;
         Some(self.retarget(
             r.at,
             window.min(self.window),
@@ -256,14 +274,7 @@ impl Auto {
     /// 30 to 60 Mbit/s for 25 s (measured). The kernel's own autotuning
     /// keeps its window about twice the flight too.
     pub(super) fn leave_room(&mut self, r: &Reading) -> Decision {
-        let first_ramp = matches!(
-            self.state,
-            State::Startup {
-                ramp: Ramp::Times(_),
-                ..
-            }
-        );
-        if !self.alone || self.found || first_ramp {
+        if !self.leaves_room() {
             return Decision::none();
         }
         let room = ROOM * r.rate * r.rt_prop.as_secs_f64();

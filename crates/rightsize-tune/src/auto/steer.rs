@@ -690,14 +690,16 @@ impl Auto {
             .retain(|&t| r.at.saturating_sub(t) <= horizon);
         self.random_losses.push_back(r.at);
         if self.random_losses.len() < RANDOM_LOSSES {
-            return Decision::note(
-                self.state.name(),
-                format!(
-                    "loss not caused by the window ({} of {RANDOM_LOSSES}); {}",
-                    self.random_losses.len(),
-                    r.numbers
-                ),
+            let reason = format!(
+                "loss not caused by the window ({} of {RANDOM_LOSSES}); {}",
+                self.random_losses.len(),
+                r.numbers
             );
+            // Alone, the window stays but rides the recovery out.
+            if self.alone {
+                return self.cut_after_recovery(r, self.window, reason);
+            }
+            return Decision::note(self.state.name(), reason);
         }
         self.step_aside(
             r,

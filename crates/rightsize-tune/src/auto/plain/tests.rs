@@ -232,3 +232,32 @@ fn a_loss_is_ridden_out_and_the_window_cut_once_the_recovery_is_over() {
     assert_eq!(auto.window, cut);
     assert!(auto.recovery(&r, false).is_none());
 }
+
+#[test]
+fn a_loss_the_window_did_not_cause_is_ridden_out_too() {
+    // Held at its window with the headroom down to 1/32, a flow loses a
+    // segment with +12% of queue: not the window's (a burst), and the
+    // window stays, but the hole must not hold the recovery back.
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    auto.state = State::Cruise;
+    auto.found = true;
+    auto.headroom = 1.0 / 32.0;
+    let rate = 96e6 / 8.0;
+    auto.best.update(ms(1_000), rate);
+    auto.window = auto.target(rate, ms(40));
+    auto.history.push_back((ms(1_000), auto.window));
+    let before = auto.window;
+    let r = reading(2_000, 90.0, 45);
+    assert!(!r.inflated);
+    let d = auto.on_loss(&r);
+    assert!(
+        d.record
+            .unwrap()
+            .reason
+            .contains("loss not caused by the window"),
+        "{:?}",
+        d.actions
+    );
+    assert_eq!(auto.after_recovery, Some(before));
+    assert!(auto.window >= 1.5 * before, "{:.0}", auto.window);
+}
