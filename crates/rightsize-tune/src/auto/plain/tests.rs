@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::super::Auto;
 use super::super::steer::{Reading, State};
+use super::super::{Auto, HEADROOM};
 use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
 use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
@@ -164,18 +164,28 @@ fn loss_with_a_queue(auto: &mut Auto, at_ms: u64, mbit: f64) -> f64 {
     auto.after_recovery.expect("a cut after the recovery")
 }
 
+/// A receiver alone past its first ramp on a 40 ms path, its flow's best
+/// rate 96 Mbit/s at 1 s, its window (applied at 1 s) `window` or, for
+/// `None`, the target at that rate, with `headroom`.
+fn cruising_at_96(window: Option<f64>, headroom: f64) -> Auto {
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    auto.state = State::Cruise;
+    auto.found = true;
+    auto.headroom = headroom;
+    let rate = 96e6 / 8.0;
+    auto.best.update(ms(1_000), rate);
+    auto.window = window.unwrap_or_else(|| auto.target(rate, ms(40)));
+    auto.history.push_back((ms(1_000), auto.window));
+    auto
+}
+
 #[test]
 fn losses_below_the_flows_best_rate_do_not_ratchet_the_window_down() {
     // 100 Mbit/s x 40 ms with a 50-packet queue: the flow carried
     // 96 Mbit/s, then each loss to its own bursts came at a lower rate
     // (the sender's recovery from the loss before).
-    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
-    auto.state = State::Cruise;
-    auto.found = true;
-    let best = 96e6 / 8.0;
-    auto.best.update(ms(1_000), best);
-    auto.window = 2.0 * best * 0.040;
-    let bdp = best * 0.040;
+    let bdp = 96e6 / 8.0 * 0.040;
+    let mut auto = cruising_at_96(Some(2.0 * bdp), HEADROOM);
     for (at_ms, mbit) in [(2_000, 77.0), (4_000, 61.0), (7_000, 49.0)] {
         auto.after_recovery = None;
         let window = loss_with_a_queue(&mut auto, at_ms, mbit);
@@ -198,13 +208,7 @@ fn a_loss_is_ridden_out_and_the_window_cut_once_the_recovery_is_over() {
     // At the window (1.06 x the BDP of 96 Mbit/s x 40 ms), a loss with
     // the queue full: the hole holds the advertised window for an RTT
     // while the sender goes on.
-    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
-    auto.state = State::Cruise;
-    auto.found = true;
-    let rate = 96e6 / 8.0;
-    auto.best.update(ms(1_000), rate);
-    auto.window = auto.target(rate, ms(40));
-    auto.history.push_back((ms(1_000), auto.window));
+    let mut auto = cruising_at_96(None, HEADROOM);
     let at_target = auto.window;
     let cut = loss_with_a_queue(&mut auto, 2_000, 96.0);
     // The window of an RTT ago was in flight (less than the rate times
@@ -238,14 +242,7 @@ fn a_loss_the_window_did_not_cause_is_ridden_out_too() {
     // Held at its window with the headroom down to 1/32, a flow loses a
     // segment with +12% of queue: not the window's (a burst), and the
     // window stays, but the hole must not hold the recovery back.
-    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
-    auto.state = State::Cruise;
-    auto.found = true;
-    auto.headroom = 1.0 / 32.0;
-    let rate = 96e6 / 8.0;
-    auto.best.update(ms(1_000), rate);
-    auto.window = auto.target(rate, ms(40));
-    auto.history.push_back((ms(1_000), auto.window));
+    let mut auto = cruising_at_96(None, 1.0 / 32.0);
     let before = auto.window;
     let r = reading(2_000, 90.0, 45);
     assert!(!r.inflated);
