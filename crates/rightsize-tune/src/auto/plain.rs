@@ -23,6 +23,10 @@
 //! - Until a queue shows the path's capacity, the window stays [`ROOM`] x
 //!   the flight: a loss-based sender that lost a segment early grows back
 //!   only while its congestion window limits it.
+//! - The cut a loss asks for waits until the sender's recovery is over,
+//!   the window riding it out at [`RIDE_OUT_FLIGHTS`] x the flight, and
+//!   goes no lower than the flow's best rate of the last [`BEST_WINDOW`]
+//!   x min-RTT.
 
 use super::steer::{Reading, State};
 use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS, RTT_FLOOR, Ramp};
@@ -150,6 +154,11 @@ pub(super) const BEST_WINDOW: Duration = Duration::from_secs(10);
 /// sender this many times its flight.
 const ROOM: f64 = 2.0;
 
+/// Alone, a loss recovery is ridden out with a window of at least this
+/// many times what was in flight at the loss: the sender sends about 0.7
+/// of a flight more before the hole is filled.
+const RIDE_OUT_FLIGHTS: f64 = 1.75;
+
 impl Auto {
     /// Whether the window is [`ROOM`] x the flight: alone, past the first
     /// ramp, before a queue showed the capacity. Such a window does not
@@ -164,14 +173,7 @@ impl Auto {
         );
         self.alone && !self.found && !first_ramp
     }
-}
 
-/// Alone, a loss recovery is ridden out with a window of at least this
-/// many times what was in flight at the loss: the sender sends about 0.7
-/// of a flight more before the hole is filled.
-const RIDE_OUT_FLIGHTS: f64 = 1.75;
-
-impl Auto {
     /// Alone, the cut a loss asks for (`window`) waits until the sender's
     /// recovery is over, and until then the window carries
     /// [`RIDE_OUT_FLIGHTS`] x the flight. The hole holds the advertised
@@ -234,9 +236,7 @@ impl Auto {
             ),
         ))
     }
-}
 
-impl Auto {
     /// Alone, the lowest window a loss or a queue may cut to: the flow's
     /// best rate over the last [`BEST_WINDOW`] x min-RTT, plus headroom
     /// (never above the window of now); 0 with a rightsize sender.
@@ -260,9 +260,7 @@ impl Auto {
             .map_or(0.0, |best| self.target(best, r.rt_prop))
             .min(self.window)
     }
-}
 
-impl Auto {
     /// Alone, after the first ramp and until a queue shows the capacity:
     /// the window stays [`ROOM`] x the flight, out of the sender's way.
     /// A loss that no queue explains (the bursts of a sender's slow start
