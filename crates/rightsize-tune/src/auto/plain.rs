@@ -160,20 +160,6 @@ const ROOM: f64 = 2.0;
 const RIDE_OUT_FLIGHTS: f64 = 1.75;
 
 impl Auto {
-    /// Whether the window is [`ROOM`] x the flight: alone, past the first
-    /// ramp, before a queue showed the capacity. Such a window does not
-    /// bind but in a loss recovery.
-    pub(super) fn leaves_room(&self) -> bool {
-        let first_ramp = matches!(
-            self.state,
-            State::Startup {
-                ramp: Ramp::Times(_),
-                ..
-            }
-        );
-        self.alone && !self.found && !first_ramp
-    }
-
     /// Alone, the cut a loss asks for (`window`) waits until the sender's
     /// recovery is over, and until then the window carries
     /// [`RIDE_OUT_FLIGHTS`] x the flight. The hole holds the advertised
@@ -272,7 +258,14 @@ impl Auto {
     /// 30 to 60 Mbit/s for 25 s (measured). The kernel's own autotuning
     /// keeps its window about twice the flight too.
     pub(super) fn leave_room(&mut self, r: &Reading) -> Decision {
-        if !self.leaves_room() {
+        let first_ramp = matches!(
+            self.state,
+            State::Startup {
+                ramp: Ramp::Times(_),
+                ..
+            }
+        );
+        if !self.alone || self.found || first_ramp {
             return Decision::none();
         }
         let room = ROOM * r.rate * r.rt_prop.as_secs_f64();
