@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::super::steer::{Reading, State};
-use super::super::{Auto, HEADROOM};
+use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
 use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
 use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
@@ -257,4 +257,78 @@ fn a_loss_the_window_did_not_cause_is_ridden_out_too() {
     );
     assert_eq!(auto.after_recovery, Some(before));
     assert!(auto.window >= 1.5 * before, "{:.0}", auto.window);
+}
+
+/// A receiver alone at the start of its first ramp on a 40 ms path, its
+/// window `window`, that carried `carried` bytes in the last min-RTT.
+fn ramping(window: f64, carried: f64) -> Auto {
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    auto.window = window;
+    auto.carried = carried;
+    auto
+}
+
+/// The window after one RTT's growth of the first ramp (one sample 40 ms
+/// after the last step), no queue.
+fn one_rtt_of_ramp(auto: &mut Auto) -> f64 {
+    auto.first_ramp_alone(&reading(40, 1.0, 40), RAMP_FACTOR_ALONE);
+    auto.window
+}
+
+#[test]
+fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
+    // It starts above the 64 KiB any TCP first advertises: slow start's
+    // sixth round fits.
+    let auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    assert!(auto.first_ramp());
+    assert!(auto.window >= 256.0 * 1024.0, "{:.0}", auto.window);
+    let ramp = |window: f64, carried: f64| one_rtt_of_ramp(&mut ramping(window, carried));
+    // 240 kB arrived in the last RTT: the sender's next window is 480 kB,
+    // and the ramp leaves it that, more than x1.75 of the window.
+    let window = ramp(256e3, 240e3);
+    assert!((window - 480e3).abs() < 1e3, "{window:.0}");
+    // A burst that counted more than the window: no faster than x2.
+    let window = ramp(256e3, 400e3);
+    assert!((window - 512e3).abs() < 1e3, "{window:.0}");
+    // Less arrived than the window held: x1.75, as before.
+    let window = ramp(256e3, 100e3);
+    assert!((window - 448e3).abs() < 1e3, "{window:.0}");
+    // The goodput over two RTTs does not show the window bind yet, what
+    // arrived in the last min-RTT does: the ramp goes on.
+    let mut auto = ramping(256.0 * 1024.0, 240e3);
+    let mut r = reading(40, 1.0, 40);
+    r.limited = false;
+    auto.first_ramp_alone(&r, RAMP_FACTOR_ALONE);
+    assert!(auto.window >= 480e3, "{:.0}", auto.window);
+    // Neither does: it waits.
+    let mut auto = ramping(256.0 * 1024.0, 100e3);
+    auto.first_ramp_alone(&r, RAMP_FACTOR_ALONE);
+    assert_eq!(auto.window, 256.0 * 1024.0);
+}
+
+#[test]
+fn the_first_ramp_keeps_less_memory_beyond_its_window() {
+    // Memory (`SO_RCVBUF`, before Linux doubles it) per byte of window: in
+    // the first ramp, and steering the sender after it.
+    fn memory_per_window(auto: &mut Auto) -> f64 {
+        let d = auto.retarget(ms(1_000), 2.0 * auto.window, String::new());
+        let (mut rcvbuf, mut clamp) = (None, None);
+        for a in &d.actions {
+            match a {
+                Action::SetRcvBuf(b) => rcvbuf = Some(b.get() as f64),
+                Action::SetWindowClamp(w) => clamp = Some(w.get() as f64),
+                _ => {}
+            }
+        }
+        rcvbuf.unwrap() / clamp.unwrap()
+    }
+    let mut auto = ramping(256e3, 0.0);
+    let ramp = memory_per_window(&mut auto);
+    auto.state = State::Cruise;
+    let steer = memory_per_window(&mut auto);
+    // 1 + 1/8 against 1 + 1/2 of the window's need.
+    assert!(
+        (steer / ramp - 1.5 / 1.125).abs() < 0.01,
+        "ramp {ramp:.3}, steering {steer:.3}"
+    );
 }
