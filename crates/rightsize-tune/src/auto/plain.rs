@@ -121,14 +121,8 @@ impl Auto {
         self.last_growth = r.at;
         // From the first sample the sender fills, the window is what holds
         // it back: from then on, a queue is the window's.
-        // What arrived in the last min-RTT shows the window bind a round
-        // before the goodput over two RTTs does: read from that alone, a
-        // 256 KiB window held vsftpd's slow start from 0.3 to 0.5 s
-        // before the ramp began (measured).
-        let then = self.window_at(r.at.saturating_sub(r.rtt.saturating_mul(2)));
-        let limited = r.limited || self.carried >= FULL_WINDOW_SHARE * then;
-        self.bound |= limited;
-        if !limited {
+        self.bound |= r.limited;
+        if !r.limited {
             return Decision::none();
         }
         self.retarget(
