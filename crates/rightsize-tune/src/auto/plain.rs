@@ -32,10 +32,7 @@
 //!   x min-RTT.
 
 use super::steer::{Reading, State};
-use super::{
-    Auto, Decision, FULL_WINDOW_SHARE, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS,
-    RTT_FLOOR, Ramp,
-};
+use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS, RTT_FLOOR, Ramp};
 use crate::meter::{bytes_capped, show_bytes, show_rate};
 use crate::units::Bytes;
 use std::time::Duration;
