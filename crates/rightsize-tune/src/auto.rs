@@ -126,7 +126,7 @@ pub const INITIAL_WINDOW: Bytes = Bytes(64 * 1024);
 /// from its fourth round (116 kB wanted at 0.4 s on 200 Mbit/s x 100 ms),
 /// where the kernel's own window was 173 kB at 0.3 s and 596 kB at
 /// 0.5 s, and the flow fell a round and a half behind the kernel's
-/// (measured). 256 KiB leaves it its first six rounds.
+/// (measured). 256 KiB leaves it its first five rounds.
 const INITIAL_WINDOW_ALONE: Bytes = Bytes(256 * 1024);
 /// The smallest window, in segments.
 const MIN_WINDOW_SEGMENTS: u64 = 20;

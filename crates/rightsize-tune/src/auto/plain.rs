@@ -136,7 +136,7 @@ impl Auto {
     /// the sender x1.75 a round where slow start doubles, and the flow
     /// reached the BDP 0.4 s after the kernel's (measured); following
     /// twice the arrivals with no bound, it took the window from 1.46 to
-    /// 5.1 MB in an RTT and a segment was lost at twice the BDP.
+    /// 5.1 MB in an RTT and segments were lost at twice the BDP.
     fn ramp_window(&self, factor: f64, rtts: f64) -> f64 {
         let slow_start = (ROOM * self.carried).min(Ramp::Times(ROOM).grow(self.window, rtts));
         Ramp::Times(factor).grow(self.window, rtts).max(slow_start)

@@ -278,7 +278,7 @@ fn one_rtt_of_ramp(auto: &mut Auto) -> f64 {
 #[test]
 fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
     // It starts above the 64 KiB any TCP first advertises: slow start's
-    // sixth round fits.
+    // fifth round (232 kB from ten segments) fits.
     let auto = Auto::new(ctx(Role::Receiver, Peer::Other));
     assert!(auto.first_ramp());
     assert!(auto.window >= 256.0 * 1024.0, "{:.0}", auto.window);
