@@ -310,10 +310,20 @@ fn a_rate_that_drops_every_second_is_unknown_not_near_capacity() {
 fn a_sender_starved_of_cpu_is_application_limited() {
     let _one = lock();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let fine = fine_spec(dir.path());
     // The doctor (the sender) gets 1 ms of CPU a second: it fills its
     // socket buffer in that millisecond, and the path drains it in a
     // fraction of the second; then nothing is in flight until the next.
+    // The fine path's hosts let send autotuning reach 4 MiB, which takes
+    // 0.7 s of each second to drain at 48 Mbit/s: the kernel's test then
+    // read busy 55% of the time, and "congestion" (seen once in a full
+    // run). 1 MiB, 4 x the BDP, drains in a fifth of a second.
+    let fine = spec(
+        dir.path(),
+        "starved",
+        "queue = \"2bdp\"",
+        "congestion = \"bbr\"\ntcp_wmem = \"4096 16384 1048576\"",
+        "congestion = \"bbr\"",
+    );
     let starved = CpuStarved::new();
     let script = WAIT_FOR_SERVER.replace(
         "&& exec",
