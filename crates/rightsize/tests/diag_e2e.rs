@@ -315,9 +315,10 @@ fn a_sender_starved_of_cpu_is_application_limited() {
     // fraction of the second; then nothing is in flight until the next.
     // The fine path's hosts let send autotuning reach 4 MiB, which takes
     // 0.7 s of each second to drain at 48 Mbit/s: the kernel's test then
-    // read busy 55% of the time, and "congestion" (seen once in a full
-    // run). 1 MiB, 4 x the BDP, drains in a fifth of a second.
-    let fine = spec(
+    // read busy 55% of the time, and the verdict was "congestion" (seen
+    // once in a full run). 1 MiB, 4 x the BDP, drains in a fifth of a
+    // second.
+    let capped = spec(
         dir.path(),
         "starved",
         "queue = \"2bdp\"",
@@ -329,7 +330,7 @@ fn a_sender_starved_of_cpu_is_application_limited() {
         "&& exec",
         &format!("&& echo $$ > {} && exec", starved.procs_from_a_namespace()),
     );
-    let report = doctor_after(&fine, &script);
+    let report = doctor_after(&capped, &script);
     assert_eq!(kind(&report), "application", "{report:#}");
     assert!(
         starved.throttled() > 0,
