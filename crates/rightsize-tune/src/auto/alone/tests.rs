@@ -218,34 +218,60 @@ fn while_starting_it_keeps_one_and_a_half_congestion_windows_and_doubles_when_it
 }
 
 #[test]
-fn once_the_rtt_inflates_in_flight_is_bounded_by_rate_x_min_rtt() {
+fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_from_the_flight() {
     let (mut auto, base) = started();
     // 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
-    // segments (1.4 MB) in a queue of 50 ms.
+    // segments (1.45 MB) in a queue of 50 ms.
+    let full = S {
+        at_ms: 500,
+        cwnd: 1000,
+        unacked: 1000,
+        rtt_ms: 150,
+        busy_ms: 500,
+        rate_mbps: 80,
+        ..base
+    };
+    let d = auto.on_event(&full.event());
+    assert_eq!(auto.state(), "alone");
+    // The rate may still be growing: a slow start's bursts queue too, and
+    // the rate shows what was in flight a round before. Twice 1 MB bounds
+    // nothing here: the window, +1/8 (1.63 MB x 1.5 / 0.8 / 2).
+    assert_eq!(sndbufs(&d), vec![1_527_188]);
+    let reason = d.record.unwrap().reason;
+    assert!(reason.contains("the RTT inflated"), "{reason}");
+    // A round later the best rate has not grown: the bound is what is in
+    // flight, 1.45 x rate x min-RTT (x 1.5 / 0.8 / 2) ...
     let d = auto.on_event(
         &S {
-            at_ms: 500,
-            cwnd: 1000,
-            unacked: 1000,
-            rtt_ms: 150,
-            busy_ms: 500,
-            rate_mbps: 80,
-            ..base
+            rtt_ms: 120,
+            ..later(&full, 600)
         }
         .event(),
     );
-    assert_eq!(auto.state(), "alone");
-    // 1 MB x 1.5 / 0.8 / 2.
-    assert_eq!(sndbufs(&d), vec![937_500]);
-    assert!(d.record.unwrap().reason.contains("the RTT inflated"));
-    // Below the bound it follows the congestion window, +1/8.
+    assert_eq!(sndbufs(&d), vec![1_357_500]);
+    let reason = d.record.unwrap().reason;
+    assert!(reason.contains("the path's rate is found"), "{reason}");
+    // ... and comes down by 7/8 a round while a queue stands ...
+    let mut requests = Vec::new();
+    for (at_ms, rtt_ms) in [(700, 150), (800, 140), (900, 130)] {
+        let d = auto.on_event(
+            &S {
+                rtt_ms,
+                ..later(&full, at_ms)
+            }
+            .event(),
+        );
+        requests.extend(sndbufs(&d));
+    }
+    assert_eq!(requests, vec![1_187_813, 1_039_336, 909_419]);
+    // ... and below the bound it follows the congestion window, +1/8.
     let d = auto.on_event(
         &S {
-            at_ms: 600,
+            at_ms: 1000,
             cwnd: 400,
             unacked: 400,
             rtt_ms: 100,
-            busy_ms: 600,
+            busy_ms: 1000,
             rate_mbps: 80,
             ..base
         }
@@ -301,30 +327,33 @@ fn a_sample_from_the_past_is_ignored_and_samples_come_four_per_rtt() {
 fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standing_queue_shrinks_it()
 {
     let mut auto = alone();
+    // 1 MB in flight.
     let at = |at_ms: u64, rtt_ms: u32, cwnd: u32| S {
         at_ms,
         cwnd,
-        unacked: 1000,
+        unacked: 690,
         rtt_ms,
         busy_ms: at_ms,
         sndbuf_ms: 0,
         rate_mbps: 80,
         sndbuf: 4_000_000,
     };
-    auto.on_event(&at(0, 100, 1000).event());
-    // The RTT inflated: bounded at 1 MB (80 Mbit/s x 100 ms).
-    let d = auto.on_event(&at(100, 150, 1000).event());
+    auto.on_event(&at(0, 100, 700).event());
+    // The RTT inflated, and a round later the rate has not grown: bounded
+    // at 1 MB (80 Mbit/s x 100 ms).
+    auto.on_event(&at(100, 150, 700).event());
+    let d = auto.on_event(&at(200, 120, 700).event());
     assert_eq!(sndbufs(&d), vec![937_500]);
     // A round in which the congestion window had room beyond what was in
     // flight and nothing waited unsent, and the RTT came down to 103 ms:
     // the bottleneck idled behind the buffer. x1.25.
-    auto.on_event(&at(150, 103, 3000).event());
-    let d = auto.on_event(&at(200, 120, 3000).event());
+    auto.on_event(&at(250, 103, 3000).event());
+    let d = auto.on_event(&at(300, 120, 3000).event());
     assert_eq!(sndbufs(&d), vec![1_171_875]);
     assert!(d.record.unwrap().reason.contains("the queue emptied"));
     // A round whose least RTT stayed at 130 ms: back by 7/8.
-    auto.on_event(&at(250, 140, 3000).event());
-    let d = auto.on_event(&at(300, 130, 3000).event());
+    auto.on_event(&at(350, 140, 3000).event());
+    let d = auto.on_event(&at(400, 130, 3000).event());
     assert_eq!(sndbufs(&d), vec![1_025_391]);
     assert!(d.record.unwrap().reason.contains("a queue stood all round"));
 }
@@ -335,10 +364,11 @@ fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_
     // buffer that holds the flow back it stays, so following it alone
     // would keep the flow at 25 Mbit/s on a 100 Mbit/s path for good.
     let mut auto = alone();
+    // 125 kB in flight, in a congestion window of 145 kB.
     let at = |at_ms: u64, rtt_ms: u32, sndbuf_ms: u64| S {
         at_ms,
         cwnd: 100,
-        unacked: 100,
+        unacked: 86,
         rtt_ms,
         busy_ms: at_ms,
         sndbuf_ms,
@@ -346,14 +376,16 @@ fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_
         sndbuf: 300_000,
     };
     auto.on_event(&at(0, 100, 0).event());
-    // A loss-free RTT inflation bounds it (10 Mbit/s x 100 ms = 125 kB).
-    let first = sndbufs(&auto.on_event(&at(100, 150, 0).event()));
+    // A loss-free RTT inflation, and a round with no growth of the rate,
+    // bound it (10 Mbit/s x 100 ms = 125 kB).
+    auto.on_event(&at(100, 150, 0).event());
+    let first = sndbufs(&auto.on_event(&at(200, 150, 0).event()));
     assert_eq!(first.len(), 1, "{first:?}");
     let mut last = first[0];
     // Rounds in which the buffer held the flow back (sndbuf_limited grew)
     // and the queue emptied: the request grows each round.
     for round in 1..=3u64 {
-        let t = 100 + round * 100;
+        let t = 200 + round * 100;
         auto.on_event(&at(t - 50, 100, round * 50).event());
         let d = auto.on_event(&at(t, 101, round * 50 + 40).event());
         let now = sndbufs(&d);
@@ -503,10 +535,11 @@ fn a_loss_with_no_queue_keeps_room_to_ride_out_a_recovery() {
         ));
         assert!(sndbufs(&d).is_empty(), "{at_ms} ms: {:?}", d.record);
     }
-    // ... and comes back to rate x min-RTT after 128 quiet rounds.
+    // ... and comes back to the flight, rate x min-RTT, after 128 quiet
+    // rounds (253 kB x 1.5 / 0.8 / 2).
     let quiet = 2000 + 128 * 100;
     let d = auto.on_event(&with_retrans(later(&lossy, quiet).event(), 1448 * 4));
-    assert_eq!(sndbufs(&d), vec![234_375]);
+    assert_eq!(sndbufs(&d), vec![237_563]);
 }
 
 #[test]
