@@ -608,6 +608,37 @@ fn the_retransmissions_of_a_queues_overflow_are_the_queues_after_it_drained() {
 }
 
 #[test]
+fn a_recovery_keeps_the_buffer_it_began_with() {
+    let (mut auto, base) = started();
+    // A queue overflows: 250 kB in flight, the RTT up 14%, a segment lost
+    // and the kernel in recovery.
+    let full = flowing(&base, 114);
+    let d = auto.on_event(&in_state(with_retrans(full.event(), 1448), CA_RECOVERY));
+    let first = sndbufs(&d);
+    assert_eq!(first.len(), 1, "{:?}", d.record);
+    // The sender has cut its congestion window to half, but the buffer
+    // still holds everything from the hole on: no cut while it recovers.
+    let cut = S {
+        cwnd: 88,
+        ..later(&full, 600)
+    };
+    for at_ms in [600, 700, 800] {
+        let d = auto.on_event(&in_state(
+            with_retrans(later(&cut, at_ms).event(), 1448 * 3),
+            CA_RECOVERY,
+        ));
+        assert!(sndbufs(&d).is_empty(), "{at_ms} ms: {:?}", d.record);
+    }
+    // Recovered: it follows the congestion window down.
+    let d = auto.on_event(&with_retrans(later(&cut, 900).event(), 1448 * 3));
+    let after = sndbufs(&d);
+    assert!(
+        after.len() == 1 && after[0] < first[0] * 3 / 4,
+        "{after:?} after {first:?}"
+    );
+}
+
+#[test]
 fn a_path_that_gets_fast_again_is_not_held_back() {
     // The changing benchmark path: 200 Mbit/s x 100 ms, 50 Mbit/s x 160 ms
     // from 10 s, 200 Mbit/s x 100 ms again from 20 s.
