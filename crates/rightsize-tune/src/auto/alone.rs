@@ -55,6 +55,10 @@
 //!   the one before, on a path whose RTT has not changed, is the path's: for
 //!   [`QUIET_ROUNDS`] after it `A` is at least [`RIDE_OUT_BDPS`] x rate x
 //!   min-RTT, so that the flow goes on through a recovery.
+//! - While the kernel recovers from a loss (`tcpi_ca_state` Recovery or
+//!   Loss), `A` does not come down: the buffer holds everything from the
+//!   first hole on, and a recovery with nothing new to send learns of
+//!   further losses only late.
 //! - It asks for no more than the kernel's own autotuning could reach
 //!   (`tcp_wmem[2]`), unless the buffer held the flow back there with the
 //!   queue empty; then up to `wmem_max`. It never asks for less than the
