@@ -456,7 +456,7 @@ impl Alone {
             self.bounded = true;
             notes.push(format!(
                 "the path shows its rate ({}): in flight bounded by {START_GROWTH} x rate x \
-                 min-RTT while the rate still grows, by rate x min-RTT once it stops",
+                 min-RTT while the rate still grows, then from the flight down",
                 if loss { "a loss" } else { "the RTT inflated" }
             ));
         }
@@ -570,10 +570,8 @@ impl Alone {
                 self.plateau = bw
                     .zip(self.round_bw)
                     .is_some_and(|(now, before)| now < before * (1.0 + PLATEAU_GROWTH));
-                if let Some(bdp) = bw
-                    .map(|b| b * min_rtt.as_secs_f64())
-                    .filter(|_| self.plateau)
-                {
+                if self.plateau {
+                    let bdp = bw.unwrap_or(0.0) * min_rtt.as_secs_f64();
                     if bdp > 0.0 {
                         self.gain = self.gain.max((inflight as f64 / bdp).min(START_GROWTH));
                     }
