@@ -103,7 +103,10 @@ impl Crowd {
     /// Connection `id` is paced at `ceiling` bytes per second.
     pub fn pace(&mut self, id: u64, ceiling: Bytes) {
         if let Some(m) = self.members.get_mut(&id) {
-            m.pace = Some(ceiling.get()).filter(|&p| p > 0);
+            m.pace = Some(ceiling)
+                .filter(|&p| p != crate::NO_PACING_CEILING)
+                .map(Bytes::get)
+                .filter(|&p| p > 0);
         }
     }
 

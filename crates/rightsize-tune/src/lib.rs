@@ -247,12 +247,16 @@ pub enum Action {
     /// `setsockopt(SO_MAX_PACING_RATE)` with this ceiling, bytes per second
     /// (the kernel's unit). Setting it also turns on the kernel's own
     /// pacing, so a window-limited sender spreads the bursts a growing
-    /// window would send at line rate.
+    /// window would send at line rate. [`NO_PACING_CEILING`] lifts it.
     SetMaxPacingRate(Bytes),
     /// Ask the sending peer for this pacing ceiling, bytes per second (the
     /// `pace` fact of an `RINF` or a `RIGHTSIZE INFO` notice, in bit/s).
     TellPeerPace(Bytes),
 }
+
+/// The `SO_MAX_PACING_RATE` of no ceiling (the kernel's `~0`): the
+/// kernel's own pacing goes on at its rate for the congestion window.
+pub const NO_PACING_CEILING: Bytes = Bytes(u64::MAX);
 
 /// Why a tuner did what it did, for the telemetry file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -37,13 +37,18 @@
 //!   waited unsent, or `tcpi_sndbuf_limited` grew) and the queue emptied
 //!   (the least RTT of the round within 1/16 of min-RTT), so a buffer that
 //!   holds a flow back cannot stay small; x7/8 when a queue stood all round
-//!   (least RTT more than 1/4 above min-RTT), down to [`MIN_GAIN`], since
-//!   the read-back does not always bound what is in flight. A queue that
+//!   (least RTT more than 1/4 above min-RTT), at most once per RTT of the
+//!   queue (a cut shows in the RTT only that much later), down to
+//!   [`MIN_GAIN`], since the read-back does not always bound what is in
+//!   flight. When the best rate's window lets a higher rate go, `gain`
+//!   takes the difference: the bound comes down by those cuts, not in one
+//!   step to a rate measured while the flow was held. A queue that
 //!   stands [`STOOD_ROUNDS`] rounds in a row while the buffer comes down,
 //!   its least RTT not falling, means the path's RTT rose: min-RTT starts
 //!   again from that RTT (the kernel's own `min_rtt` keeps the old one for
-//!   minutes, so it is set aside), and so does `gain`, which those rounds
-//!   shrank against the old min-RTT.
+//!   minutes, so it is set aside), and the bound starts again from the
+//!   allowance (at least rate x min-RTT): the rounds before shrank `gain`
+//!   against the old min-RTT.
 //! - Once the best rate stops growing (by less than 1/8 in a round), the
 //!   kernel paces the flow at 1/16 above it, and the ceiling follows the
 //!   best rate up (a flow at the ceiling raises it) and down; it is never
@@ -80,8 +85,8 @@ use crate::meter::{
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
 use crate::{
-    Action, Context, Decision, Event, Inputs, MIN_PLAUSIBLE_PACE_BPS, Sample, Settings, Setup,
-    Tuner,
+    Action, Context, Decision, Event, Inputs, MIN_PLAUSIBLE_PACE_BPS, NO_PACING_CEILING, Sample,
+    Settings, Setup, Tuner,
 };
 
 /// The send buffer holds this many times the allowance: a blocked writer
@@ -161,6 +166,15 @@ const SHRINK: f64 = 7.0 / 8.0;
 /// (measured, one run in three).
 const STOOD_ROUNDS: u32 = 4;
 const RTT_STAYED: f64 = 0.95;
+/// Once the path's rate is found, an RTT below this share of min-RTT is
+/// a new, shorter path (min-RTT comes from the kernel's least RTT, which
+/// the smoothed RTT never undercuts, or from the least smoothed RTT once
+/// it started again): the sender starts again from the congestion window
+/// it has, unpaced. A flow bounded and paced for 50 Mbit/s x 160 ms took
+/// 0.9 s to climb to 190 Mbit/s once the changing path was back at
+/// 200 Mbit/s x 100 ms, where the kernel's congestion window, which
+/// never came down, carried the new path's rate within 0.2 s (measured).
+const SHORTER: f64 = 7.0 / 8.0;
 const MIN_GAIN: f64 = 1.0 / 16.0;
 /// A segment retransmitted with no queue at all (the RTT within
 /// [`EMPTIED`] of min-RTT in this round and the one before, on a path
@@ -301,6 +315,11 @@ pub struct Alone {
     /// Rounds in a row a queue stood, the least RTT of the first, and when
     /// it began.
     stood: Option<(u32, Duration, Duration)>,
+    /// When a standing queue last cut `gain`.
+    cut_at: Option<Duration>,
+    /// The best rate `gain` was last applied to: when the best rate's
+    /// window lets a higher rate go, `gain` takes the difference.
+    gain_bw: Option<f64>,
     /// When a segment was last retransmitted with no queue.
     path_loss: Option<Duration>,
     /// The loss episode under way: when a segment was last retransmitted,
@@ -333,6 +352,8 @@ impl Alone {
             min_rtt: None,
             stale_min_rtt: None,
             stood: None,
+            cut_at: None,
+            gain_bw: None,
             path_loss: None,
             episode: None,
             last_round_most: None,
@@ -406,14 +427,44 @@ impl Alone {
             .min_rtt_us
             .and_then(micros)
             .filter(|&m| self.stale_min_rtt.is_none_or(|stale| m > stale));
+        let before = self.min_rtt;
         if let Some(m) = kernel_min.or(micros(info.rtt_us)) {
             self.min_rtt = Some(self.min_rtt.map_or(m, |old| old.min(m)));
+        }
+        let mut notes = Vec::new();
+        if let Some((old, new)) = before.zip(self.min_rtt)
+            && self.plateau
+            && new.as_secs_f64() < SHORTER * old.as_secs_f64()
+        {
+            self.start_again();
+            notes.push(format!(
+                "the RTT fell to {} from a min-RTT of {}: a new path, the sender starts again \
+                 from its congestion window, unpaced",
+                show_ms(new),
+                show_ms(old)
+            ));
         }
         if let Some(bps) = info.delivery_rate_bps.filter(|&r| r > 0) {
             self.btl_bw.update(at, bps as f64 / 8.0);
         }
         self.btl_bw.expire(at);
-        let mut notes = Vec::new();
+        // When the best rate's window lets a higher rate go (the path got
+        // slower, or the flow was held), the bound would step down with
+        // it, before any queue shows what the path carries: `gain` takes
+        // the difference, and the standing queue's cuts bring the bound
+        // down from there. (Stepped down with the rate, 194 to 50 Mbit/s,
+        // against a min-RTT of 100 ms where the path's had become 160, the
+        // bound fell to 224 KiB and the flow to 9-12 Mbit/s for 0.7 s,
+        // measured on the changing path.)
+        let best = self.btl_bw.get();
+        if let Some((now, before)) = best.zip(self.gain_bw)
+            && self.plateau
+            && now > 0.0
+            && now < before
+        {
+            self.gain = (self.gain * before / now).min(MAX_GAIN);
+        }
+        self.gain_bw = best;
         let settled = self
             .shrunk_at
             .zip(self.min_rtt)
@@ -607,18 +658,34 @@ impl Alone {
                 self.stood = None;
                 self.stale_min_rtt = info.min_rtt_us.and_then(micros);
                 self.min_rtt = Some(least);
-                self.btl_bw.reset(at, rate.max(1.0));
+                let bw = rate.max(1.0);
+                self.btl_bw.reset(at, bw);
+                self.gain_bw = Some(bw);
                 // The rounds that shrank the gain measured their queue
-                // against the old min-RTT: on the new path it starts again
-                // too. (Kept, the buffer held a 50 Mbit/s x 160 ms path at
+                // against the old min-RTT: on the new path the bound starts
+                // again from the allowance, and at least rate x min-RTT.
+                // (Kept, the buffer held a 50 Mbit/s x 160 ms path at
                 // 3.6 Mbit/s once its queue had drained, measured.)
-                self.gain = self.gain.max(1.0);
+                let bdp = bw * least.as_secs_f64();
+                self.gain = (self.allowance / bdp).clamp(1.0, MAX_GAIN);
                 notes.push(format!(
                     "the RTT stayed at {} for {STOOD_ROUNDS} rounds while the buffer came down: \
                      the path's RTT rose, min-RTT starts again",
                     show_ms(least)
                 ));
-            } else if stood && self.gain > MIN_GAIN {
+            } else if stood
+                && self.gain > MIN_GAIN
+                && self
+                    .cut_at
+                    .is_none_or(|cut| at.saturating_sub(cut) >= least)
+            {
+                // A cut shows in the RTT one loaded RTT later: cut once
+                // per RTT of the queue, not per min-RTT. (Cut per min-RTT,
+                // the 400 ms queue a drop from 200 to 50 Mbit/s left took
+                // the allowance x0.875 a round for 1.5 s, from 2.24 MiB to
+                // 462 KiB, below the new path's 1 MB, before it drained:
+                // 15-36 Mbit/s for 0.9 s, measured on the changing path.)
+                self.cut_at = Some(at);
                 self.gain = (self.gain * SHRINK).max(MIN_GAIN);
                 notes.push(format!(
                     "a queue stood all round (least RTT {}): x{SHRINK} beyond rate x min-RTT",
@@ -708,6 +775,21 @@ impl Alone {
         decision
     }
 
+    /// Forgets what the path showed but its min-RTT and rate: as at the
+    /// start, `A` follows the congestion window until a queue or a loss
+    /// shows the path's rate again, and the flow is not paced.
+    fn start_again(&mut self) {
+        self.bounded = false;
+        self.plateau = false;
+        self.gain = 1.0;
+        self.climb = 0;
+        self.round_bw = None;
+        self.stood = None;
+        self.cut_at = None;
+        self.path_loss = None;
+        self.episode = None;
+    }
+
     /// The pacing ceiling's margin above the best delivery rate.
     fn pace_gain(&self) -> f64 {
         (PACE_GAIN * 2f64.powi(self.climb.min(16) as i32)).min(MAX_PACE_GAIN)
@@ -716,6 +798,15 @@ impl Alone {
     /// Sets the pacing ceiling [`Alone::pace_gain`] above the best delivery
     /// rate, once the path has shown it.
     fn pace(&mut self) -> Decision {
+        if !self.plateau && self.pace.is_some() {
+            self.pace = None;
+            return Decision::act(
+                self.state_name(),
+                vec![Action::SetMaxPacingRate(NO_PACING_CEILING)],
+                NO_PACING_CEILING,
+                "the pacing ceiling lifted".to_owned(),
+            );
+        }
         let Some(best) = self.btl_bw.get().filter(|&b| self.plateau && b > 0.0) else {
             return Decision::none();
         };

@@ -251,7 +251,9 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_
     assert_eq!(sndbufs(&d), vec![1_357_500]);
     let reason = d.record.unwrap().reason;
     assert!(reason.contains("the path's rate is found"), "{reason}");
-    // ... and comes down by 7/8 a round while a queue stands ...
+    // ... and comes down by 7/8 per RTT of the queue while it stands (a
+    // cut shows in the RTT a loaded RTT later: the round at 800 ms, 100 ms
+    // after a cut with the RTT at 140 ms, does not cut again) ...
     let mut requests = Vec::new();
     for (at_ms, rtt_ms) in [(700, 150), (800, 140), (900, 130)] {
         let d = auto.on_event(
@@ -263,7 +265,7 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_
         );
         requests.extend(sndbufs(&d));
     }
-    assert_eq!(requests, vec![1_187_813, 1_039_336, 909_419]);
+    assert_eq!(requests, vec![1_187_813, 1_039_336]);
     // ... and below the bound it follows the congestion window, +1/8.
     let d = auto.on_event(
         &S {
@@ -461,7 +463,7 @@ fn a_drop_of_the_paths_rate_does_not_starve_the_flow_once_its_queue_drained() {
         kernel.goodput_between(8.0, 12.0),
     );
     assert!(
-        auto >= 0.9 * kernel,
+        auto >= 0.95 * kernel,
         "{:.1} vs {:.1} Mbit/s in the 4 s after the drop",
         mbps(auto),
         mbps(kernel)
@@ -659,6 +661,13 @@ fn a_path_that_gets_fast_again_is_not_held_back() {
     let (auto_back, kernel_back) = (
         o.goodput_between(20.5, 24.0),
         kernel.goodput_between(20.5, 24.0),
+    );
+    eprintln!(
+        "back: auto {:.1} kernel {:.1}; 19.5-21: auto {:.1} kernel {:.1}",
+        mbps(auto_back),
+        mbps(kernel_back),
+        mbps(o.goodput_between(19.5, 21.0)),
+        mbps(kernel.goodput_between(19.5, 21.0))
     );
     assert!(
         auto_back >= 0.95 * kernel_back,
