@@ -448,17 +448,22 @@ impl Alone {
             self.btl_bw.update(at, bps as f64 / 8.0);
         }
         self.btl_bw.expire(at);
-        // When the best rate's window lets a higher rate go (the path got
-        // slower, or the flow was held), the bound would step down with
-        // it, before any queue shows what the path carries: `gain` takes
+        // When the best rate's window lets a higher rate go while a queue
+        // stands (the path got slower), the bound would step down with
+        // it, before the queue shows what the path carries: `gain` takes
         // the difference, and the standing queue's cuts bring the bound
         // down from there. (Stepped down with the rate, 194 to 50 Mbit/s,
         // against a min-RTT of 100 ms where the path's had become 160, the
         // bound fell to 224 KiB and the flow to 9-12 Mbit/s for 0.7 s,
-        // measured on the changing path.)
+        // measured on the changing path.) With no queue the rate fell
+        // because the sender slowed (a loss halved its window), and the
+        // bound follows it: kept, the slow start's best rate over the one
+        // after its loss left `gain` at 2 and more on `shallow`, and the
+        // send buffer followed cubic's window past what the path holds.
         let best = self.btl_bw.get();
         if let Some((now, before)) = best.zip(self.gain_bw)
             && self.plateau
+            && self.stood.is_some()
             && now > 0.0
             && now < before
         {

@@ -361,6 +361,39 @@ fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standin
 }
 
 #[test]
+fn the_bound_follows_a_rate_that_fell_with_no_queue() {
+    // After its slow start's loss the sender's own window halves its rate:
+    // once the best rate's window lets the old rate go, the bound is the
+    // new rate x min-RTT, not the old one.
+    let mut auto = alone();
+    let at = |at_ms: u64, rtt_ms: u32, segs: u32, rate_mbps: u64| S {
+        at_ms,
+        cwnd: segs,
+        unacked: segs,
+        rtt_ms,
+        busy_ms: at_ms,
+        sndbuf_ms: 0,
+        rate_mbps,
+        sndbuf: 4_000_000,
+    };
+    auto.on_event(&at(0, 100, 690, 80).event());
+    auto.on_event(&at(100, 150, 690, 80).event());
+    // Bounded at 1 MB (80 Mbit/s x 100 ms), the flow at 1 MB.
+    let d = auto.on_event(&at(200, 120, 690, 80).event());
+    assert_eq!(sndbufs(&d), vec![937_500]);
+    // Half the window, half the rate, no queue: the allowance follows the
+    // window (+1/8) ...
+    let mut last = Vec::new();
+    for t in (300..=2100).step_by(100) {
+        last = sndbufs(&auto.on_event(&at(t, 100, 400, 40).event()));
+    }
+    assert!(last.is_empty() || last == vec![610_875], "{last:?}");
+    // ... until the best rate of 2 s is 40 Mbit/s: bounded at 0.5 MB.
+    let d = auto.on_event(&at(2300, 100, 400, 40).event());
+    assert_eq!(sndbufs(&d), vec![468_750]);
+}
+
+#[test]
 fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_too() {
     // Linux grows the congestion window only while it limits: behind a
     // buffer that holds the flow back it stays, so following it alone
