@@ -40,15 +40,19 @@
 //!   (least RTT more than 1/4 above min-RTT), at most once per RTT of the
 //!   queue (a cut shows in the RTT only that much later), down to
 //!   [`MIN_GAIN`], since the read-back does not always bound what is in
-//!   flight. When the best rate's window lets a higher rate go, `gain`
-//!   takes the difference: the bound comes down by those cuts, not in one
-//!   step to a rate measured while the flow was held. A queue that
+//!   flight. When the best rate's window lets a higher rate go while a
+//!   queue stands, `gain` takes the difference: the bound comes down by
+//!   those cuts, not in one step to a rate read while the queue drained.
+//!   A queue that
 //!   stands [`STOOD_ROUNDS`] rounds in a row while the buffer comes down,
 //!   its least RTT not falling, means the path's RTT rose: min-RTT starts
 //!   again from that RTT (the kernel's own `min_rtt` keeps the old one for
 //!   minutes, so it is set aside), and the bound starts again from the
 //!   allowance (at least rate x min-RTT): the rounds before shrank `gain`
 //!   against the old min-RTT.
+//! - Once the path's rate is found, an RTT 1/8 below min-RTT is a new,
+//!   shorter path: the sender starts again from its congestion window,
+//!   unpaced, until a queue or a loss shows the new path's rate.
 //! - Once the best rate stops growing (by less than 1/8 in a round), the
 //!   kernel paces the flow at 1/16 above it, and the ceiling follows the
 //!   best rate up (a flow at the ceiling raises it) and down; it is never
@@ -71,8 +75,8 @@
 //!
 //! A full-rate flow needs about 1.5 x BDP of payload in its buffer; the
 //! kernel keeps about 6 x its congestion window. Measured on a 200 Mbit/s
-//! x 100 ms path (`bench/paths/lfn.toml`), curl fetching 256 MiB: 0.997 x
-//! the kernel's goodput with 0.31 x its peak send buffer, and nothing
+//! x 100 ms path (`bench/paths/lfn.toml`), curl fetching 256 MiB: 0.999 x
+//! the kernel's goodput with 0.36 x its peak send buffer, and nothing
 //! retransmitted (docs/benchmarks.md).
 
 use std::time::Duration;
