@@ -503,15 +503,20 @@ fn a_drop_of_the_paths_rate_does_not_starve_the_flow_once_its_queue_drained() {
     );
 }
 
-/// `event` with `bytes` retransmitted so far.
-fn with_retrans(event: Event, bytes: u64) -> Event {
+/// `event` with its `TCP_INFO` changed by `change`.
+fn with_info(event: Event, change: impl FnOnce(&mut TcpInfoSample)) -> Event {
     let Event::Sample(mut sample) = event else {
         unreachable!("a sample")
     };
     if let Some(info) = sample.tcp_info.as_mut() {
-        info.bytes_retrans = Some(bytes);
+        change(info);
     }
     Event::Sample(sample)
+}
+
+/// `event` with `bytes` retransmitted so far.
+fn with_retrans(event: Event, bytes: u64) -> Event {
+    with_info(event, |info| info.bytes_retrans = Some(bytes))
 }
 
 /// `s` again at `at_ms`, busy all the while.
@@ -600,13 +605,7 @@ fn a_loss_just_after_a_queue_is_the_queues() {
 
 /// `event` with the kernel's congestion-avoidance state `ca_state`.
 fn in_state(event: Event, ca_state: u8) -> Event {
-    let Event::Sample(mut sample) = event else {
-        unreachable!("a sample")
-    };
-    if let Some(info) = sample.tcp_info.as_mut() {
-        info.ca_state = ca_state;
-    }
-    Event::Sample(sample)
+    with_info(event, |info| info.ca_state = ca_state)
 }
 
 #[test]
@@ -719,13 +718,7 @@ fn a_path_that_gets_fast_again_is_not_held_back() {
 
 /// `event` with `bytes` written and not yet sent.
 fn with_unsent(event: Event, bytes: u32) -> Event {
-    let Event::Sample(mut sample) = event else {
-        unreachable!("a sample")
-    };
-    if let Some(info) = sample.tcp_info.as_mut() {
-        info.notsent_bytes = Some(bytes);
-    }
-    Event::Sample(sample)
+    with_info(event, |info| info.notsent_bytes = Some(bytes))
 }
 
 fn pacing(d: &Decision) -> Vec<u64> {
@@ -787,13 +780,7 @@ fn a_flow_held_by_the_ceiling_with_no_queue_doubles_its_margin_each_round_until_
 
 /// `event` with the kernel's least RTT `us`.
 fn with_min_rtt(event: Event, us: u32) -> Event {
-    let Event::Sample(mut sample) = event else {
-        unreachable!("a sample")
-    };
-    if let Some(info) = sample.tcp_info.as_mut() {
-        info.min_rtt_us = Some(us);
-    }
-    Event::Sample(sample)
+    with_info(event, |info| info.min_rtt_us = Some(us))
 }
 
 #[test]
