@@ -104,7 +104,7 @@ impl Crowd {
     pub fn pace(&mut self, id: u64, ceiling: Bytes) {
         if let Some(m) = self.members.get_mut(&id) {
             m.pace = Some(ceiling)
-                .filter(|&p| p != crate::NO_PACING_CEILING)
+                .filter(|&p| p != crate::NO_PACING_CEILING && p != crate::KERNEL_PACING)
                 .map(Bytes::get)
                 .filter(|&p| p > 0);
         }

@@ -258,6 +258,13 @@ pub enum Action {
 /// kernel's own pacing goes on at its rate for the congestion window.
 pub const NO_PACING_CEILING: Bytes = Bytes(u64::MAX);
 
+/// An `SO_MAX_PACING_RATE` no path reaches, one below the kernel's `~0`
+/// (which leaves pacing off): it turns on the kernel's own pacing, at the
+/// kernel's rate for the congestion window (twice the window per smoothed
+/// RTT in slow start, 1.2 times after it, Linux's `tcp_pacing_ss_ratio`
+/// and `tcp_pacing_ca_ratio`), and caps nothing.
+pub const KERNEL_PACING: Bytes = Bytes(u64::MAX - 1);
+
 /// Why a tuner did what it did, for the telemetry file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DecisionRecord {

@@ -187,6 +187,19 @@ pub struct Record {
     /// `tcpi_notsent_bytes` (4.6): queued bytes not yet sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notsent_bytes: Option<u32>,
+    /// `tcpi_ca_state`: 0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_state: Option<u8>,
+    /// `tcpi_unacked`: segments sent and not yet acknowledged, the lost
+    /// and the selectively acknowledged among them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unacked_segs: Option<u32>,
+    /// `tcpi_sacked`: segments selectively acknowledged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sacked_segs: Option<u32>,
+    /// `tcpi_lost`: segments presumed lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_segs: Option<u32>,
 }
 
 /// Makes [`Record`]s from readings, remembering the previous one for the
@@ -243,6 +256,10 @@ impl Recorder {
             rcv_wnd_bytes: info.and_then(|i| i.rcv_wnd_bytes),
             snd_wnd_bytes: info.and_then(|i| i.snd_wnd_bytes),
             notsent_bytes: info.and_then(|i| i.notsent_bytes),
+            ca_state: info.map(|i| i.ca_state),
+            unacked_segs: info.map(|i| i.unacked_segs),
+            sacked_segs: info.map(|i| i.sacked_segs),
+            lost_segs: info.map(|i| i.lost_segs),
         }
     }
 }
@@ -376,6 +393,10 @@ mod tests {
             rcv_wnd_bytes: Some(65_483),
             snd_wnd_bytes: Some(131_072),
             notsent_bytes: Some(1_000_000),
+            ca_state: 3,
+            unacked_segs: 90,
+            sacked_segs: 20,
+            lost_segs: 5,
             ..TcpInfoSample::default()
         }
     }
@@ -451,6 +472,10 @@ mod tests {
         assert_eq!(v["rcv_wnd_bytes"], 65_483);
         assert_eq!(v["snd_wnd_bytes"], 131_072);
         assert_eq!(v["notsent_bytes"], 1_000_000);
+        assert_eq!(v["ca_state"], 3);
+        assert_eq!(v["unacked_segs"], 90);
+        assert_eq!(v["sacked_segs"], 20);
+        assert_eq!(v["lost_segs"], 5);
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
     }

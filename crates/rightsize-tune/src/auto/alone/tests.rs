@@ -233,6 +233,9 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_
     };
     let d = auto.on_event(&full.event());
     assert_eq!(auto.state(), "alone");
+    // No pacing yet: the kernel's slow start ends on the delay its
+    // unpaced bursts show.
+    assert!(pacing(&d).is_empty());
     // The rate may still be growing: a slow start's bursts queue too, and
     // the rate shows what was in flight a round before. Twice 1 MB bounds
     // nothing here: the window, +1/8 (1.63 MB x 1.5 / 0.8 / 2).
@@ -588,12 +591,16 @@ fn a_loss_just_after_a_queue_is_the_queues() {
     // A shallow queue fills (+14%), overflows, and the smoothed RTT reads
     // +5% by the sample that shows the loss: no ride-out.
     let full = flowing(&base, 114);
-    auto.on_event(&full.event());
+    assert!(pacing(&auto.on_event(&full.event())).is_empty());
     let settled = S {
         rtt_ms: 105,
         ..later(&full, 525)
     };
     let d = auto.on_event(&with_retrans(settled.event(), 1448));
+    // The loss turns the kernel's own pacing on, with no ceiling: the
+    // recovery's end, and each window cubic opens, leave spread over the
+    // RTT, not in a line-rate burst.
+    assert_eq!(pacing(&d), [KERNEL_PACING.get()]);
     assert!(
         sndbufs(&d).iter().all(|&b| b < 585_938),
         "{:?}",
