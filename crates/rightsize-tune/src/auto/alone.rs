@@ -52,7 +52,8 @@
 //!   against the old min-RTT.
 //! - Once the path's rate is found, an RTT 1/8 below min-RTT is a new,
 //!   shorter path: the sender starts again from its congestion window,
-//!   unpaced, until a queue or a loss shows the new path's rate.
+//!   the pacing ceiling lifted, until a queue or a loss shows the new
+//!   path's rate.
 //! - From the first retransmission on, the kernel's own pacing is on
 //!   ([`KERNEL_PACING`]: no ceiling yet), so the kernel spreads what the
 //!   congestion window lets out over the smoothed RTT (1.2 windows per
@@ -186,7 +187,7 @@ const RTT_STAYED: f64 = 0.95;
 /// a new, shorter path (min-RTT comes from the kernel's least RTT, which
 /// the smoothed RTT never undercuts, or from the least smoothed RTT once
 /// it started again): the sender starts again from the congestion window
-/// it has, unpaced. A flow bounded and paced for 50 Mbit/s x 160 ms took
+/// it has, with no pacing ceiling. A flow bounded and paced for 50 Mbit/s x 160 ms took
 /// 0.9 s to climb to 190 Mbit/s once the changing path was back at
 /// 200 Mbit/s x 100 ms, where the kernel's congestion window, which
 /// never came down, carried the new path's rate within 0.2 s (measured).
@@ -461,7 +462,7 @@ impl Alone {
             self.start_again();
             notes.push(format!(
                 "the RTT fell to {} from a min-RTT of {}: a new path, the sender starts again \
-                 from its congestion window, unpaced",
+                 from its congestion window, with no pacing ceiling",
                 show_ms(new),
                 show_ms(old)
             ));

@@ -702,7 +702,7 @@ fn a_path_that_gets_fast_again_is_not_held_back() {
         kernel.goodput_between(20.5, 24.0),
     );
     // The RTT fell from 160 to 100 ms: a new path, where the sender starts
-    // again from its congestion window, unpaced. (Bounded and paced for
+    // again from its congestion window, no ceiling. (Bounded and paced for
     // the slow path, it climbed back at 1/16 to 1/2 a round: 78.8 Mbit/s
     // in the first half second against the kernel's 88.3.)
     let (auto_first, kernel_first) = (
@@ -791,7 +791,7 @@ fn with_min_rtt(event: Event, us: u32) -> Event {
 }
 
 #[test]
-fn a_path_whose_rtt_falls_is_a_new_path_where_the_sender_starts_again_unpaced() {
+fn a_path_whose_rtt_falls_is_a_new_path_where_the_sender_starts_again_with_no_ceiling() {
     let (mut auto, base) = started();
     let full = S {
         at_ms: 100,
