@@ -827,23 +827,25 @@ impl Alone {
     /// Sets the pacing ceiling [`Alone::pace_gain`] above the best delivery
     /// rate, once the path has shown it.
     fn pace(&mut self) -> Decision {
+        let state = self.state_name();
+        let uncapped = |rate: Bytes, why: &str| {
+            Decision::act(
+                state,
+                vec![Action::SetMaxPacingRate(rate)],
+                rate,
+                why.to_owned(),
+            )
+        };
         if !self.kernel_pacing && self.lost && self.pace.is_none() {
             self.kernel_pacing = true;
-            return Decision::act(
-                self.state_name(),
-                vec![Action::SetMaxPacingRate(KERNEL_PACING)],
+            return uncapped(
                 KERNEL_PACING,
-                "the kernel's own pacing on, at its rate for the congestion window".to_owned(),
+                "the kernel's own pacing on, at its rate for the congestion window",
             );
         }
         if !self.plateau && self.pace.is_some() {
             self.pace = None;
-            return Decision::act(
-                self.state_name(),
-                vec![Action::SetMaxPacingRate(NO_PACING_CEILING)],
-                NO_PACING_CEILING,
-                "the pacing ceiling lifted".to_owned(),
-            );
+            return uncapped(NO_PACING_CEILING, "the pacing ceiling lifted");
         }
         let Some(best) = self.btl_bw.get().filter(|&b| self.plateau && b > 0.0) else {
             return Decision::none();
