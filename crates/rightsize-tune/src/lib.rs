@@ -254,8 +254,9 @@ pub enum Action {
     TellPeerPace(Bytes),
 }
 
-/// The `SO_MAX_PACING_RATE` of no ceiling (the kernel's `~0`): the
-/// kernel's own pacing goes on at its rate for the congestion window.
+/// The `SO_MAX_PACING_RATE` of no ceiling (the kernel's `~0`): it lifts a
+/// ceiling and leaves pacing as it was; once on, the kernel's own pacing
+/// stays on at its rate for the congestion window.
 pub const NO_PACING_CEILING: Bytes = Bytes(u64::MAX);
 
 /// An `SO_MAX_PACING_RATE` no path reaches, one below the kernel's `~0`

@@ -187,10 +187,11 @@ const RTT_STAYED: f64 = 0.95;
 /// a new, shorter path (min-RTT comes from the kernel's least RTT, which
 /// the smoothed RTT never undercuts, or from the least smoothed RTT once
 /// it started again): the sender starts again from the congestion window
-/// it has, with no pacing ceiling. A flow bounded and paced for 50 Mbit/s x 160 ms took
-/// 0.9 s to climb to 190 Mbit/s once the changing path was back at
-/// 200 Mbit/s x 100 ms, where the kernel's congestion window, which
-/// never came down, carried the new path's rate within 0.2 s (measured).
+/// it has, with no pacing ceiling. A flow bounded and paced for 50 Mbit/s
+/// x 160 ms took 0.9 s to climb to 190 Mbit/s once the changing path was
+/// back at 200 Mbit/s x 100 ms, where the kernel's congestion window,
+/// which never came down, carried the new path's rate within 0.2 s
+/// (measured).
 const SHORTER: f64 = 7.0 / 8.0;
 const MIN_GAIN: f64 = 1.0 / 16.0;
 /// A segment retransmitted with no queue at all (the RTT within
