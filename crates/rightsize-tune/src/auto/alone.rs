@@ -315,8 +315,6 @@ pub struct Alone {
     pace: Option<f64>,
     /// Whether the kernel's own pacing is on: once any pacing rate was set.
     kernel_pacing: bool,
-    /// Whether a segment was retransmitted yet.
-    lost: bool,
     /// Rounds in a row the flow reached the ceiling with no queue: each
     /// doubles the ceiling's margin.
     climb: u32,
@@ -366,7 +364,6 @@ impl Alone {
             gain: 1.0,
             pace: None,
             kernel_pacing: false,
-            lost: false,
             climb: 0,
             round_bw: None,
             plateau: false,
@@ -560,7 +557,6 @@ impl Alone {
                 .unwrap_or_else(|| !above(EMPTIED, recent_most) && self.stale_min_rtt.is_none());
         if loss {
             self.episode = Some((at, paths_loss));
-            self.lost = true;
         }
         if paths_loss {
             if self.path_loss.is_none() {
@@ -807,7 +803,7 @@ impl Alone {
 
     /// Forgets what the path showed but its min-RTT and rate: as at the
     /// start, `A` follows the congestion window until a queue or a loss
-    /// shows the path's rate again, and the flow is not paced.
+    /// shows the path's rate again, and no pacing ceiling holds the flow.
     fn start_again(&mut self) {
         self.bounded = false;
         self.plateau = false;
@@ -837,7 +833,9 @@ impl Alone {
                 why.to_owned(),
             )
         };
-        if !self.kernel_pacing && self.lost && self.pace.is_none() {
+        // The first loss: an episode is forgotten only on a new path, by
+        // when the plateau's ceiling has turned pacing on.
+        if !self.kernel_pacing && self.episode.is_some() {
             self.kernel_pacing = true;
             return uncapped(
                 KERNEL_PACING,
@@ -863,7 +861,7 @@ impl Alone {
         }
         self.pace = Some(ceiling);
         self.kernel_pacing = true;
-        let bytes = bytes_capped(ceiling, Bytes(u64::MAX - 1));
+        let bytes = bytes_capped(ceiling, KERNEL_PACING);
         Decision::act(
             self.state_name(),
             vec![Action::SetMaxPacingRate(bytes)],

@@ -824,7 +824,7 @@ fn a_path_whose_rtt_falls_is_a_new_path_where_the_sender_starts_again_with_no_ce
         80_000,
     ));
     assert_eq!(auto.state(), "alone-start");
-    assert_eq!(pacing(&d), [u64::MAX]);
+    assert_eq!(pacing(&d), [NO_PACING_CEILING.get()]);
     assert_eq!(sndbufs(&d), vec![2_036_250]);
     let reason = d.record.unwrap().reason;
     assert!(reason.contains("a new path"), "{reason}");
