@@ -220,17 +220,7 @@ fn while_starting_it_keeps_one_and_a_half_congestion_windows_and_doubles_when_it
 #[test]
 fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_from_the_flight() {
     let (mut auto, base) = started();
-    // 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
-    // segments (1.45 MB) in a queue of 50 ms.
-    let full = S {
-        at_ms: 500,
-        cwnd: 1000,
-        unacked: 1000,
-        rtt_ms: 150,
-        busy_ms: 500,
-        rate_mbps: 80,
-        ..base
-    };
+    let full = queued(&base, 500);
     let d = auto.on_event(&full.event());
     assert_eq!(auto.state(), "alone");
     // No pacing yet: the kernel's slow start ends on the delay its
@@ -533,6 +523,18 @@ fn later(s: &S, at_ms: u64) -> S {
 
 /// `base` at 500 ms: 20 Mbit/s with 175 segments (250 kB) in flight, at
 /// an RTT of `rtt_ms`.
+/// 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
+/// segments (1.45 MB) in a queue of 50 ms, at `at_ms`.
+fn queued(base: &S, at_ms: u64) -> S {
+    S {
+        cwnd: 1000,
+        unacked: 1000,
+        rtt_ms: 150,
+        rate_mbps: 80,
+        ..later(base, at_ms)
+    }
+}
+
 fn flowing(base: &S, rtt_ms: u32) -> S {
     S {
         cwnd: 175,
@@ -793,15 +795,7 @@ fn with_min_rtt(event: Event, us: u32) -> Event {
 #[test]
 fn a_path_whose_rtt_falls_is_a_new_path_where_the_sender_starts_again_with_no_ceiling() {
     let (mut auto, base) = started();
-    let full = S {
-        at_ms: 100,
-        cwnd: 1000,
-        unacked: 1000,
-        rtt_ms: 150,
-        busy_ms: 100,
-        rate_mbps: 80,
-        ..base
-    };
+    let full = queued(&base, 100);
     auto.on_event(&full.event());
     let d = auto.on_event(
         &S {
