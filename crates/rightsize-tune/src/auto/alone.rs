@@ -73,7 +73,7 @@
 //!   adds after a wake-up leaves at about the path's rate, not as a
 //!   line-rate burst into the bottleneck queue.
 //! - A loss episode (retransmissions less than two min-RTTs apart, or
-//!   while the kernel recovers from them) that begins with no queue in this round or
+//!   while the kernel recovers) that begins with no queue in this round or
 //!   the one before, on a path whose RTT has not changed, is the path's: for
 //!   [`QUIET_ROUNDS`] after it `A` is at least [`RIDE_OUT_BDPS`] x rate x
 //!   min-RTT, so that the flow goes on through a recovery.
@@ -207,8 +207,8 @@ const MIN_GAIN: f64 = 1.0 / 16.0;
 const RIDE_OUT_BDPS: f64 = 2.5;
 const QUIET_ROUNDS: u32 = 128;
 /// Retransmissions less than this many min-RTTs apart, or while the
-/// kernel is still recovering (`tcpi_ca_state` Recovery or Loss) from
-/// them, are one loss episode, read as its first was. A shallow queue that overflowed in
+/// kernel is still recovering (`tcpi_ca_state` Recovery or Loss), are one
+/// loss episode, read as its first was. A shallow queue that overflowed in
 /// slow start (`bench/paths/shallow.toml`: 584 segments lost) is
 /// retransmitted for half a second after the queue drained; read one by
 /// one, those retransmissions looked like the path's losses, and the
@@ -546,16 +546,6 @@ impl Alone {
             .flatten()
             .fold(rtt, Duration::max);
         let recovering = matches!(info.ca_state, CA_RECOVERY | CA_LOSS);
-        // An episode ends once the kernel is out of recovery and nothing
-        // was retransmitted for two min-RTTs: a recovery that begins
-        // after that, seconds later, is a new one, read afresh.
-        if !recovering
-            && self.episode.is_some_and(|(last, _)| {
-                at.saturating_sub(last) >= min_rtt.saturating_mul(EPISODE_RTTS)
-            })
-        {
-            self.episode = None;
-        }
         let ongoing = self
             .episode
             .filter(|&(last, _)| {
@@ -843,7 +833,8 @@ impl Alone {
                 why.to_owned(),
             )
         };
-        // The first loss: its own sample turns the kernel's pacing on.
+        // The first loss: an episode is forgotten only on a new path, by
+        // when the plateau's ceiling has turned pacing on.
         if !self.kernel_pacing && self.episode.is_some() {
             self.kernel_pacing = true;
             return uncapped(

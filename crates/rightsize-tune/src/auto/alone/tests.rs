@@ -651,37 +651,6 @@ fn the_retransmissions_of_a_queues_overflow_are_the_queues_after_it_drained() {
 }
 
 #[test]
-fn a_recovery_long_after_the_last_one_is_read_afresh() {
-    let (mut auto, base) = started();
-    // The queue overflows and the kernel recovers for half a second: the
-    // queue's episode.
-    let full = flowing(&base, 114);
-    auto.on_event(&in_state(with_retrans(full.event(), 1448), CA_RECOVERY));
-    let drained = flowing(&base, 100);
-    for (i, at_ms) in (525..=1000).step_by(25).enumerate() {
-        let lost = 1448 * (2 + i as u64);
-        auto.on_event(&in_state(
-            with_retrans(later(&drained, at_ms).event(), lost),
-            CA_RECOVERY,
-        ));
-    }
-    // Out of recovery, nothing lost for seconds.
-    let lost = 1448 * 21;
-    for at_ms in (1100..=5000).step_by(100) {
-        auto.on_event(&with_retrans(later(&drained, at_ms).event(), lost));
-    }
-    // A segment lost with no queue: by the sample that shows it the
-    // kernel is recovering again. A new episode, the path's, not the
-    // queue's of 4 s before.
-    let d = auto.on_event(&in_state(
-        with_retrans(later(&drained, 5100).event(), lost + 1448),
-        CA_RECOVERY,
-    ));
-    let reason = d.record.map(|r| r.reason).unwrap_or_default();
-    assert!(reason.contains("ride out a recovery"), "{reason}");
-}
-
-#[test]
 fn a_recovery_keeps_the_buffer_it_began_with() {
     let (mut auto, base) = started();
     // A queue overflows: 250 kB in flight, the RTT up 14%, a segment lost
