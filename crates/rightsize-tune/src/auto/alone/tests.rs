@@ -521,8 +521,6 @@ fn later(s: &S, at_ms: u64) -> S {
     }
 }
 
-/// `base` at 500 ms: 20 Mbit/s with 175 segments (250 kB) in flight, at
-/// an RTT of `rtt_ms`.
 /// 80 Mbit/s x 100 ms = 1 MB, and a full congestion window of 1,000
 /// segments (1.45 MB) in a queue of 50 ms, at `at_ms`.
 fn queued(base: &S, at_ms: u64) -> S {
@@ -535,6 +533,8 @@ fn queued(base: &S, at_ms: u64) -> S {
     }
 }
 
+/// `base` at 500 ms: 20 Mbit/s with 175 segments (250 kB) in flight, at
+/// an RTT of `rtt_ms`.
 fn flowing(base: &S, rtt_ms: u32) -> S {
     S {
         cwnd: 175,
