@@ -22,6 +22,10 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 
 fn run_ok(cmd: &mut Command) -> Output {
     let output = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    succeeded(cmd, output)
+}
+
+fn succeeded(cmd: &Command, output: Output) -> Output {
     assert!(
         output.status.success(),
         "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
@@ -44,16 +48,33 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 /// `path run SPEC --results R -- iperf3 -J ...`; returns (results, iperf3 JSON).
+/// A run the path's fidelity checks refuse (exit code 3: the emulator or
+/// the hosts did not do what the spec says, as on a machine busy with
+/// other work) is made once more, as the lab does; the second must be
+/// valid.
 fn iperf_run(dir: &Path, spec: &Path, iperf: &[&str]) -> (serde_json::Value, serde_json::Value) {
     let results = dir.join("results.json");
-    let mut cmd = rightsize();
-    cmd.args(["path", "run"])
-        .arg(spec)
-        .arg("--results")
-        .arg(&results)
-        .args(["--", "iperf3", "-c", "right", "-J"])
-        .args(iperf);
-    let output = run_ok(&mut cmd);
+    let command = || {
+        let mut cmd = rightsize();
+        cmd.args(["path", "run"])
+            .arg(spec)
+            .arg("--results")
+            .arg(&results)
+            .args(["--", "iperf3", "-c", "right", "-J"])
+            .args(iperf);
+        cmd
+    };
+    let mut cmd = command();
+    let first = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let output = if first.status.code() == Some(3) {
+        eprintln!(
+            "a run refused by the fidelity checks, made again: {}",
+            String::from_utf8_lossy(&first.stderr)
+        );
+        run_ok(&mut command())
+    } else {
+        succeeded(&cmd, first)
+    };
     let iperf: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "iperf3 -J output: {e}: {}",
@@ -266,14 +287,14 @@ fn unresponsive_cross_traffic_takes_its_share() {
         dir.path(),
         "cross.toml",
         &format!(
-            "rate = \"200Mbit\"\ndelay = \"10ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}{IPERF_SERVER}{BIG_BUFFERS}[[cross]]\nkind = \"udp\"\nrate = \"100Mbit\"\n"
+            "rate = \"100Mbit\"\ndelay = \"10ms\"\nqueue = \"1bdp\"\n[left]\n{BIG_BUFFERS}{IPERF_SERVER}{BIG_BUFFERS}[[cross]]\nkind = \"udp\"\nrate = \"50Mbit\"\n"
         ),
     );
     let (_, iperf) = iperf_run(dir.path(), &spec, &["-t", "8", "-O", "2"]);
     let mbps = received_mbps(&iperf);
     assert!(
-        (80.0..=115.0).contains(&mbps),
-        "{mbps:.1} Mbit/s beside 100 Mbit/s of UDP on a 200 Mbit/s path"
+        (40.0..=57.5).contains(&mbps),
+        "{mbps:.1} Mbit/s beside 50 Mbit/s of UDP on a 100 Mbit/s path"
     );
 }
 
