@@ -44,8 +44,10 @@
 //!   queue stands, `gain` takes the difference: the bound comes down by
 //!   those cuts, not in one step to a rate read while the queue drained.
 //!   A queue that
-//!   stands [`STOOD_ROUNDS`] rounds in a row while the buffer comes down,
-//!   its least RTT not falling, means the path's RTT rose: min-RTT starts
+//!   stands [`STOOD_ROUNDS`] rounds in a row while the buffer comes down
+//!   (what is in flight by [`CAME_DOWN`] at least: a queue that stands
+//!   while the flight does not come down is the sender's), its least RTT
+//!   not falling, means the path's RTT rose: min-RTT starts
 //!   again from that RTT (the kernel's own `min_rtt` keeps the old one for
 //!   minutes, so it is set aside), and the bound starts again from the
 //!   allowance (at least rate x min-RTT): the rounds before shrank `gain`
@@ -183,6 +185,22 @@ const SHRINK: f64 = 7.0 / 8.0;
 /// (measured, one run in three).
 const STOOD_ROUNDS: u32 = 4;
 const RTT_STAYED: f64 = 0.95;
+/// The buffer came down when what was in flight, on average over the
+/// last of those rounds, was at most this share of the first round's. A
+/// queue that stands while the flight does not come down is the
+/// sender's, whatever the RTT does: the cuts did not reach the flow (the
+/// ride-out after a path's loss held the buffer up, or the buffer held
+/// more than it read back). Read as a path whose RTT rose, such a queue
+/// then drained and read as a new, shorter path, where the sender starts
+/// again from its congestion window: behind bbr (1.39 x the path's RTT
+/// for 4 rounds while the ride-out held 2.5 BDP), 16.8 MB of send buffer,
+/// half the kernel's 33.6; behind reno, 1.3 to 1.5 x for 4 rounds while
+/// the buffer came down from 1.27 MiB to 684 KiB of allowance and the
+/// flight not at all (693 to 1,024 segments in the samples logged),
+/// 4.67 MB against the kernel's 9.32 (measured on
+/// `bench/paths/bbr-loss.toml` and `bench/paths/reno.toml`, curl
+/// fetching 256 MiB).
+const CAME_DOWN: f64 = 7.0 / 8.0;
 /// Once the path's rate is found, an RTT below this share of min-RTT is
 /// a new, shorter path (min-RTT comes from the kernel's least RTT, which
 /// the smoothed RTT never undercuts, or from the least smoothed RTT once
@@ -267,6 +285,8 @@ struct Round {
     paced: u32,
     /// Whether a segment was retransmitted in it.
     lost: bool,
+    /// The bytes in flight, summed over its samples.
+    inflight: f64,
     /// The least and the most smoothed RTT seen in it.
     least_rtt: Option<Duration>,
     most_rtt: Option<Duration>,
@@ -280,10 +300,22 @@ impl Round {
             limited: 0,
             paced: 0,
             lost: false,
+            inflight: 0.0,
             least_rtt: None,
             most_rtt: None,
         }
     }
+}
+
+/// Rounds in a row in which a queue stood.
+#[derive(Debug, Clone, Copy)]
+struct Stood {
+    rounds: u32,
+    /// The least RTT of the first round, when it began, and the bytes in
+    /// flight in it, on average.
+    least: Duration,
+    since: Duration,
+    inflight: f64,
 }
 
 /// `busy_time`, `sndbuf_limited`, `rwnd_limited` (microseconds) and bytes retransmitted
@@ -332,9 +364,8 @@ pub struct Alone {
     /// The kernel's `min_rtt` when min-RTT last started again: it keeps
     /// its least for minutes, so readings up to it are stale.
     stale_min_rtt: Option<Duration>,
-    /// Rounds in a row a queue stood, the least RTT of the first, and when
-    /// it began.
-    stood: Option<(u32, Duration, Duration)>,
+    /// Rounds in a row a queue stood.
+    stood: Option<Stood>,
     /// When a standing queue last cut `gain`.
     cut_at: Option<Duration>,
     /// The best rate `gain` was last applied to: when the best rate's
@@ -596,6 +627,7 @@ impl Alone {
         let round = &mut self.round;
         round.samples += 1;
         round.lost |= loss;
+        round.inflight += inflight as f64;
         // Held by the ceiling: the pacing holds it (Linux counts a
         // segment's headers against the ceiling, so the delivery rate of a
         // paced flow reads about 0.96 of it), or room in the congestion
@@ -618,6 +650,7 @@ impl Alone {
         if at.saturating_sub(round.began) >= min_rtt {
             let began = round.began;
             let least = round.least_rtt.unwrap_or(rtt);
+            let flight = round.inflight / f64::from(round.samples.max(1));
             let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
             grow = held && !above(EMPTIED, least);
             let reached = round.paced > 0
@@ -662,14 +695,22 @@ impl Alone {
             }
             let stood = self.bounded && !grow && above(STOOD, least);
             self.stood = match self.stood {
-                Some((n, first, since))
+                Some(s)
                     if stood
-                        && least.as_secs_f64() >= RTT_STAYED * first.as_secs_f64()
-                        && least.as_secs_f64() * RTT_STAYED <= first.as_secs_f64() =>
+                        && least.as_secs_f64() >= RTT_STAYED * s.least.as_secs_f64()
+                        && least.as_secs_f64() * RTT_STAYED <= s.least.as_secs_f64() =>
                 {
-                    Some(((n + 1).min(STOOD_ROUNDS), first, since))
+                    Some(Stood {
+                        rounds: (s.rounds + 1).min(STOOD_ROUNDS),
+                        ..s
+                    })
                 }
-                _ if stood => Some((1, least, began)),
+                _ if stood => Some(Stood {
+                    rounds: 1,
+                    least,
+                    since: began,
+                    inflight: flight,
+                }),
                 _ => None,
             };
             // Rounds are min-RTTs; a cut of the buffer shows in the RTT one
@@ -677,8 +718,10 @@ impl Alone {
             // of its own rounds: a queue still filling after a drop of the
             // path's rate (200 to 50 Mbit/s, the RTT 162, 266, 338, 432 ms
             // in four rounds of 100 ms) is not a longer path.
-            let stayed = self.stood.is_some_and(|(n, _, since)| {
-                n == STOOD_ROUNDS && at.saturating_sub(since) >= least.saturating_mul(2)
+            let stayed = self.stood.is_some_and(|s| {
+                s.rounds == STOOD_ROUNDS
+                    && at.saturating_sub(s.since) >= least.saturating_mul(2)
+                    && flight <= CAME_DOWN * s.inflight
             });
             if stayed {
                 self.stood = None;

@@ -496,6 +496,78 @@ fn a_drop_of_the_paths_rate_does_not_starve_the_flow_once_its_queue_drained() {
     );
 }
 
+/// The reasons `auto` gave over samples every 25 ms from `from_ms` to
+/// `to_ms` of `s` at those times.
+fn reasons_over(auto: &mut Alone, s: &S, from_ms: u64, to_ms: u64) -> Vec<String> {
+    (from_ms..=to_ms)
+        .step_by(25)
+        .filter_map(|at_ms| auto.on_event(&later(s, at_ms).event()).record)
+        .map(|r| r.reason)
+        .collect()
+}
+
+#[test]
+fn a_queue_that_stands_while_the_ride_out_holds_the_buffer_up_is_the_senders() {
+    // bbr keeps up to a BDP queued: the RTT stands at 1.4 x min-RTT with
+    // the same flight while the ride-out after the path's loss holds the
+    // buffer at 2.5 BDP. The gain's cuts do not reach the flow, so the
+    // queue is the sender's, not a path whose RTT rose.
+    let (mut auto, base) = started();
+    let d = auto.on_event(&with_retrans(flowing(&base, 100).event(), 1448));
+    assert!(d.record.unwrap().reason.contains("ride out a recovery"));
+    let standing = S {
+        cwnd: 400,
+        unacked: 350,
+        rtt_ms: 140,
+        ..flowing(&base, 140)
+    };
+    let reasons = reasons_over(&mut auto, &standing, 525, 3000);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("a queue stood all round")),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.contains("the path's RTT rose")),
+        "{reasons:#?}"
+    );
+}
+
+#[test]
+fn a_queue_that_stands_while_the_flight_does_not_come_down_is_the_senders() {
+    // The buffer comes down round after round but holds more than it
+    // reads back: the flight stays at 1 MB, and the RTT at 1.4 x min-RTT.
+    let (mut auto, base) = started();
+    let standing = S {
+        cwnd: 1000,
+        unacked: 700,
+        rtt_ms: 140,
+        rate_mbps: 80,
+        ..later(&base, 100)
+    };
+    let reasons = reasons_over(&mut auto, &standing, 100, 3000);
+    assert!(
+        reasons.iter().any(|r| r.contains("in flight up to")),
+        "the buffer came down: {reasons:#?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.contains("the path's RTT rose")),
+        "{reasons:#?}"
+    );
+    // Once the flight does come down with the buffer and the RTT stays,
+    // the path's RTT rose.
+    let cut = S {
+        unacked: 550,
+        ..standing
+    };
+    let reasons = reasons_over(&mut auto, &cut, 3025, 4000);
+    assert!(
+        reasons.iter().any(|r| r.contains("the path's RTT rose")),
+        "{reasons:#?}"
+    );
+}
+
 /// `event` with its `TCP_INFO` changed by `change`.
 fn with_info(event: Event, change: impl FnOnce(&mut TcpInfoSample)) -> Event {
     let Event::Sample(mut sample) = event else {
