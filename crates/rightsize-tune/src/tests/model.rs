@@ -454,7 +454,9 @@ impl Flow {
             };
             self.inflight = (self.inflight - bytes).max(0.0);
             self.retrans_backlog += bytes;
-            self.ooo_packets += (bytes / MSS).ceil();
+            // Every segment that arrived behind the hole, about the
+            // flight sent since, is out of order until the retransmission.
+            self.ooo_packets += (bytes / MSS).ceil() + (self.inflight / MSS).floor();
             if now >= self.recovery_until {
                 let beta = match self.cc {
                     Cc::Reno => 0.5,
