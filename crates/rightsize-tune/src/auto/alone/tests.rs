@@ -506,6 +506,11 @@ fn reasons_over(auto: &mut Alone, s: &S, from_ms: u64, to_ms: u64) -> Vec<String
         .collect()
 }
 
+/// Whether one of `reasons` says `text`.
+fn said(reasons: &[String], text: &str) -> bool {
+    reasons.iter().any(|r| r.contains(text))
+}
+
 #[test]
 fn a_queue_that_stands_while_the_ride_out_holds_the_buffer_up_is_the_senders() {
     // bbr keeps up to a BDP queued: the RTT stands at 1.4 x min-RTT with
@@ -522,16 +527,8 @@ fn a_queue_that_stands_while_the_ride_out_holds_the_buffer_up_is_the_senders() {
         ..flowing(&base, 140)
     };
     let reasons = reasons_over(&mut auto, &standing, 525, 3000);
-    assert!(
-        reasons
-            .iter()
-            .any(|r| r.contains("a queue stood all round")),
-        "{reasons:#?}"
-    );
-    assert!(
-        !reasons.iter().any(|r| r.contains("the path's RTT rose")),
-        "{reasons:#?}"
-    );
+    assert!(said(&reasons, "a queue stood all round"), "{reasons:#?}");
+    assert!(!said(&reasons, "the path's RTT rose"), "{reasons:#?}");
 }
 
 #[test]
@@ -548,13 +545,10 @@ fn a_queue_that_stands_while_the_flight_does_not_come_down_is_the_senders() {
     };
     let reasons = reasons_over(&mut auto, &standing, 100, 3000);
     assert!(
-        reasons.iter().any(|r| r.contains("in flight up to")),
+        said(&reasons, "in flight up to"),
         "the buffer came down: {reasons:#?}"
     );
-    assert!(
-        !reasons.iter().any(|r| r.contains("the path's RTT rose")),
-        "{reasons:#?}"
-    );
+    assert!(!said(&reasons, "the path's RTT rose"), "{reasons:#?}");
     // Once the flight does come down with the buffer and the RTT stays,
     // the path's RTT rose.
     let cut = S {
@@ -562,10 +556,7 @@ fn a_queue_that_stands_while_the_flight_does_not_come_down_is_the_senders() {
         ..standing
     };
     let reasons = reasons_over(&mut auto, &cut, 3025, 4000);
-    assert!(
-        reasons.iter().any(|r| r.contains("the path's RTT rose")),
-        "{reasons:#?}"
-    );
+    assert!(said(&reasons, "the path's RTT rose"), "{reasons:#?}");
 }
 
 /// `event` with its `TCP_INFO` changed by `change`.
