@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use rightsize_ftp_proto::mode_e::{
     Assembly, BlockReader, Blocks, HEADER_BYTES, Header, Item, MAX_PARALLELISM, Ranges, descriptor,
 };
-use rightsize_sys::poll;
+use rightsize_sys::{poll, socket};
 
 use crate::stream::{DataStream, Secure};
 
@@ -604,10 +604,13 @@ pub(crate) fn receive(
             let own = on_connect(&stream);
             spawn(Arrival::New(stream), own, &mut received);
         }
-        // A failure stops the connections still reading at once.
+        // A failure or a stop ends the connections still reading at once,
+        // with a reset: a sender whose window is full would wait for good
+        // on a connection only shut down while a monitor holds it open.
         if halted() {
             for stream in &running {
                 let _ = stream.shutdown(Shutdown::Both);
+                let _ = socket::reset(stream);
             }
         }
         handles

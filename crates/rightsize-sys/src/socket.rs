@@ -335,6 +335,36 @@ pub fn set_max_pacing_rate(fd: impl AsFd, bytes_per_second: u64) -> Result<u64, 
     })
 }
 
+/// Resets a connection now: `connect()` to an `AF_UNSPEC` address, which
+/// Linux turns into `tcp_disconnect()` (a RST to the peer, the socket back
+/// to closed), whatever other descriptors still hold the socket.
+///
+/// A receiver that stops reading and only shuts its side down leaves a
+/// sender blocked for good once the receive buffer is full: the window is
+/// zero, so no new segment arrives that would draw Linux's reset for data
+/// after `shutdown(SHUT_RD)`, and no reset comes on `close()` while a
+/// second descriptor (a monitor's) keeps the socket open. A reset makes the
+/// sender's next write fail at once.
+pub fn reset(fd: impl AsFd) -> Result<(), SocketError> {
+    let fd = fd.as_fd();
+    // SAFETY: an all-zero `sockaddr` is a valid value (family AF_UNSPEC).
+    let mut unspec: libc::sockaddr = unsafe { std::mem::zeroed() };
+    unspec.sa_family = libc::AF_UNSPEC as libc::sa_family_t;
+    let len = socklen_t::try_from(std::mem::size_of::<libc::sockaddr>()).unwrap_or(16);
+    // SAFETY: `fd` is a live descriptor for the borrow; `unspec` is valid
+    // for reads of `len` bytes, and the kernel copies it before returning.
+    let rc = unsafe { libc::connect(fd.as_raw_fd(), &raw const unspec, len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(SocketError::Os {
+            call: "connect(AF_UNSPEC)",
+            target: Target::Fd(fd.as_raw_fd()),
+            source: io::Error::last_os_error(),
+        })
+    }
+}
+
 /// Sets `TCP_CONGESTION` to `name` and reads it back.
 pub fn set_congestion(fd: impl AsFd, name: &str) -> Result<CongestionApplied, SocketError> {
     let fd = fd.as_fd();

@@ -492,3 +492,60 @@ fn a_pacing_ceiling_reads_back_and_holds_the_sender_to_it() {
         "lifted"
     );
 }
+
+/// A receiver that stops reading, shuts its side down and keeps a second
+/// descriptor (as a monitor does) leaves its sender blocked once the
+/// window is full; a reset makes the sender's write fail at once.
+#[test]
+fn a_reset_fails_the_write_of_a_sender_whose_receiver_stopped_reading() {
+    for reset in [false, true] {
+        let listener = TcpListener::bind(loopback()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sender = thread::spawn(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream
+                .set_write_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let chunk = vec![0u8; 64 * 1024];
+            // Bounded: at most 64 MiB, far more than any window here.
+            for _ in 0..1024 {
+                if let Err(e) = stream.write_all(&chunk) {
+                    return e.kind();
+                }
+            }
+            std::io::ErrorKind::Other
+        });
+        let (receiver, _) = listener.accept().unwrap();
+        let monitor = receiver.try_clone().unwrap();
+        let mut first = [0u8; 1];
+        (&receiver).read_exact(&mut first).unwrap();
+        // Let the windows fill, unread.
+        thread::sleep(Duration::from_millis(300));
+        receiver.shutdown(std::net::Shutdown::Both).unwrap();
+        if reset {
+            socket::reset(&receiver).unwrap();
+        }
+        drop(receiver);
+        let kind = sender.join().unwrap();
+        eprintln!("reset {reset}: the sender's write ended with {kind:?}");
+        if reset {
+            assert!(
+                matches!(
+                    kind,
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+                ),
+                "{kind:?}"
+            );
+        } else {
+            // The kernel fact the reset is for: the sender stays blocked.
+            assert!(
+                matches!(
+                    kind,
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{kind:?}"
+            );
+        }
+        drop(monitor);
+    }
+}
