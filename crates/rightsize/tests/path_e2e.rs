@@ -619,16 +619,16 @@ fn put_p_auto_into(server: Server) {
     assert!(stderr.contains("-> 16 streams"), "{stderr}");
 }
 
-/// A path of 100 Mbit/s x 40 ms with 0.5% loss each way, `command` (a
+/// A path of 100 Mbit/s x 40 ms with 1% loss each way, `command` (a
 /// TOML array) on the right: the loss holds each cubic stream to a few
-/// Mbit/s, so eight leave the path without a queue and `-P auto` doubles
-/// them.
+/// Mbit/s (about 3.5), so eight leave the path without a queue and
+/// `-P auto` doubles them.
 fn lossy_spec(dir: &Path, command: &str) -> PathBuf {
     write(
         dir,
         "lossy.toml",
         &format!(
-            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"0.5%\"\n\
+            "rate = \"100Mbit\"\ndelay = \"20ms\"\nqueue = \"1bdp\"\nloss = \"1%\"\n\
              [left]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
              [right]\n{BIG_BUFFERS}congestion = \"cubic\"\n\
              command = {command}\n"
