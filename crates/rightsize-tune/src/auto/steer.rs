@@ -273,17 +273,19 @@ impl Auto {
                         min_rtt: r.rtt,
                         rounds: 1,
                     });
-                    // Alone, the rate is a goodput over two RTTs that
-                    // dips as the window moves: sized from it, the window
-                    // fell below the BDP after each probe (2.39 MB for
-                    // 2.41, and 180 Mbit/s on a 193 Mbit/s path, measured
-                    // from vsftpd). The bottleneck's best rate of the last
-                    // seconds holds; a slower path shows in the drain.
-                    let rate = if self.alone {
-                        r.bw.max(self.queued_rate(r))
-                    } else {
-                        r.rate
-                    };
+                    // The window is sized from the bottleneck's best rate
+                    // of the last seconds, not the rate of now; a slower
+                    // path shows in the drain. Alone, the rate is a
+                    // goodput over two RTTs that dips as the window moves:
+                    // sized from it, the window fell below the BDP after
+                    // each probe (2.39 MB for 2.41, and 180 Mbit/s on a
+                    // 193 Mbit/s path, measured from vsftpd). Behind a
+                    // rightsize sender, the rate dips with the RTT when the
+                    // hosts stall (a sender's smoothed RTT +25% for 100 to
+                    // 200 ms at 130 Mbit/s on a 193 Mbit/s path, on a
+                    // machine whose CPU was half stolen): sized from it,
+                    // each drain cut the window to 1.5 to 1.9 MB of 2.5.
+                    let rate = r.bw.max(self.queued_rate(r));
                     let window = self
                         .target(rate, r.rt_prop)
                         .min(self.window)

@@ -928,6 +928,32 @@ fn a_paced_sender_lets_the_window_open_at_once_and_nothing_is_lost() {
 }
 
 #[test]
+fn behind_a_paced_sender_the_startup_reaches_the_trains_window_without_stalling() {
+    // A paced sender held by the window waits for its pacer much of the
+    // time, and Linux counts only the rest as window-limited (the model
+    // too, about 1 - rate / pace): a flow that fills its window while
+    // starting is held by it, whatever share of the sender's time the
+    // window took.
+    for queue in [1.0, 0.1] {
+        let o = run(&Scenario::benchmark("auto", queue));
+        let reached = o
+            .log
+            .iter()
+            .find(|l| {
+                l.role == Role::Receiver
+                    && l.reason.contains("reached the capacity estimate's window")
+            })
+            .map(|l| l.at);
+        // 1.7 s in the model; never, in 20 s, when the share of the
+        // sender's time decides alone, even read against the pace.
+        assert!(
+            reached.is_some_and(|at| at < 3.0),
+            "queue {queue} x BDP: {reached:?}"
+        );
+    }
+}
+
+#[test]
 fn the_receiver_asks_for_pacing_once_and_raises_it_only_when_the_flow_reaches_it() {
     // Trains 15% low: the ceiling first asked holds the flow, and is
     // raised as the flow reaches it, until the path's rate fits.
