@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use rightsize_path::{RateSpec, Side};
+use rightsize_sys::signals::{self, StopSignals};
 use rightsize_tune::TunerSpec;
 use rightsize_tune::units::{Bytes, human_duration};
 
@@ -34,6 +35,9 @@ pub struct Bench {
     pub argv: Vec<String>,
     /// The kernel release.
     pub kernel: String,
+    /// `SIGINT` and `SIGTERM` caught while it runs: a run stops, its path
+    /// is taken down, and the benchmark ends with what it recorded.
+    _stop: StopSignals,
 }
 
 /// One cell of a benchmark: see [`Bench::cell`].
@@ -133,11 +137,13 @@ impl Bench {
             invocation: format!("{now}-{}", std::process::id()),
             argv: std::env::args().collect(),
             kernel: rightsize_sys::sysctl::kernel_release().unwrap_or_default(),
+            _stop: StopSignals::install().context("catch Ctrl-C")?,
         })
     }
 
     /// Makes one run and appends its line to `runs.jsonl`; a run that
-    /// failed is a record with an error, not an `Err`.
+    /// failed is a record with an error, not an `Err`. A run stopped by
+    /// `SIGINT` or `SIGTERM` is an `Err`, recorded nowhere.
     pub fn run(&self, r: Run) -> anyhow::Result<RunRecord> {
         if r.dir.exists() {
             bail!(
@@ -156,8 +162,15 @@ impl Bench {
             size: r.size.bytes,
             dir: r.dir.to_owned(),
             deadline: budget::run_deadline(r.size, &r.path.spec),
-            stop: &|| false,
+            stop: &|| signals::caught().is_some(),
         })?;
+        if let Some(signal) = signals::caught() {
+            bail!(
+                "stopped by {signal} during a run of {} (not recorded); the runs before it are in {}",
+                r.path.name,
+                self.runs_file.display()
+            );
+        }
         let record = outcome.into_record(
             runner::Identity {
                 invocation: self.invocation.clone(),
