@@ -357,11 +357,9 @@ pub fn reset(fd: impl AsFd) -> Result<(), SocketError> {
     if rc == 0 {
         Ok(())
     } else {
-        Err(SocketError::Os {
-            call: "connect(AF_UNSPEC)",
-            target: Target::Fd(fd.as_raw_fd()),
-            source: io::Error::last_os_error(),
-        })
+        Err(os("connect(AF_UNSPEC)", Target::Fd(fd.as_raw_fd()))(
+            io::Error::last_os_error(),
+        ))
     }
 }
 
