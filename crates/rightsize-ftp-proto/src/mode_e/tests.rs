@@ -221,6 +221,21 @@ fn the_assembly_is_done_at_as_many_eods_as_the_eof_announced_whatever_the_order(
 }
 
 #[test]
+fn an_eof_announcing_fewer_connections_than_eods_seen_is_an_error() {
+    let mut a = Assembly::new(None, Ranges::new());
+    a.item(&Item::Eod).unwrap();
+    a.item(&Item::Eod).unwrap();
+    assert!(matches!(
+        a.item(&Item::Eof { connections: 1 }),
+        Err(ModeEError::Connections {
+            what: "fewer connections than EODs already seen",
+            announced: 1,
+            eods: 2
+        })
+    ));
+}
+
+#[test]
 fn overlaps_bytes_past_the_size_a_second_eof_and_missing_bytes_are_errors() {
     let mut a = Assembly::new(Some(10), Ranges::new());
     a.item(&Item::Data {
