@@ -48,7 +48,9 @@
 //!   and stop when the RTT inflates or the rate stops following the
 //!   window; beyond the trains' capacity, from +1/128 doubling up to
 //!   +1/32, stopping at the first queue (over a quarter of the headroom).
-//!   An inflated RTT (over 1/8) means it got slower, or longer: `drain`
+//!   An inflated RTT (over 1/8; behind a rightsize sender, in its last two
+//!   reports, half an RTT apart: a host's stall shows in one) means it got
+//!   slower, or longer: `drain`
 //!   (only while the window holds the sender back and not within four RTTs
 //!   of a loss: a queue behind a sender that is not held back, such as a
 //!   congestion window growing back after a loss, is not the window's).
@@ -832,6 +834,8 @@ impl Auto {
             rt_prop,
             limited,
             inflated: now > base * (1.0 + INFLATION) + floor,
+            inflated_settled: view.settled_rtt.unwrap_or(rtt).as_secs_f64()
+                > base * (1.0 + INFLATION) + floor,
             no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor + segment,
             empty: now <= base * (1.0 + self.headroom / 4.0) + floor + segment,
             numbers: format!(

@@ -111,6 +111,17 @@ pub(super) struct Reading {
     pub(super) rt_prop: Duration,
     pub(super) limited: bool,
     pub(super) inflated: bool,
+    /// Inflated in the last two reports of a rightsize sender, half an
+    /// RTT apart (alone: as `inflated`). What a drain waits for: it cuts
+    /// the window to the bottleneck's rate, and a drain read from one
+    /// report of a host's stall (the sender's RTT +16% for a moment, its
+    /// 100 ms telemetry at +1 to 5%, nothing queued) went on to "the path
+    /// got slower" and left a window of 2.02 MB where 2.52 had carried
+    /// 190 Mbit/s (measured between two rightsize ends on 200 Mbit/s x
+    /// 100 ms). A loss reads the RTT of now: a queue that fills fast shows
+    /// in the latest report only, and read as settled, its overflow
+    /// passed for a random loss.
+    pub(super) inflated_settled: bool,
     pub(super) no_queue: bool,
     /// No queue worth a quarter of the headroom: only then does a full
     /// window mean the path could carry more (at half the headroom, a
@@ -262,7 +273,7 @@ impl Auto {
                 // RTTs after a loss, measured on the shallow path).
                 let recovering = self.loss_within(r, RECOVERY_RTTS);
                 let raising = r.at < self.last_raise.saturating_add(scaled(r.rtt, RAISE_RTTS));
-                if r.inflated && r.limited && !recovering && !raising {
+                if r.inflated_settled && r.limited && !recovering && !raising {
                     self.found = true;
                     self.state = State::Drain(DrainCheck {
                         began: r.at,

@@ -790,6 +790,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
         at: ms(at_ms),
         rate: Some(10e6),
         rtt: Some(ms(100)),
+        settled_rtt: Some(ms(100)),
         rt_prop: Some(ms(100)),
         btl_bw: Some(10e6),
         rwnd_share: None,

@@ -148,6 +148,7 @@ fn reading(at_ms: u64, mbit: f64, rtt_ms: u64) -> Reading {
         rt_prop: ms(40),
         limited: true,
         inflated: rtt_ms > 45,
+        inflated_settled: rtt_ms > 45,
         no_queue: rtt_ms <= 41,
         empty: rtt_ms <= 40,
         numbers: String::new(),
