@@ -509,7 +509,7 @@ fn one_run(
         Server::Globus => GRIDFTP_PORT,
     };
     let spec = dir.join("spec.toml");
-    fs::write(&spec, path.for_run(&server)?)?;
+    fs::write(&spec, path.for_run(&server, Some(rep as u64))?)?;
     let timing = dir.join("timing.json");
     let log = dir.join("client.log");
     let client: Vec<String> = c

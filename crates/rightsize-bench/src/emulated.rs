@@ -162,6 +162,7 @@ impl Bench {
             size: r.size.bytes,
             dir: r.dir.to_owned(),
             deadline: budget::run_deadline(r.size, &r.path.spec),
+            seed: Some(r.rep as u64),
             stop: &|| signals::caught().is_some(),
         })?;
         if let Some(signal) = signals::caught() {

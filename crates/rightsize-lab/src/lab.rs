@@ -366,6 +366,7 @@ pub fn run(
                 size: p.run_size.bytes,
                 dir: dir.clone(),
                 deadline: budget::run_deadline(p.run_size, &path.spec),
+                seed: Some(p.rep as u64),
                 stop,
             })?;
             if stop() {

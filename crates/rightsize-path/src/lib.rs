@@ -257,7 +257,15 @@ pub struct PathSpec {
     pub right: HostSpec,
     /// Cross traffic.
     pub cross: Vec<CrossSpec>,
+    /// The seed of the random-loss generator (Rattan): runs with the same
+    /// seed lose the same packets, by their order through the link. The
+    /// uplink draws from `2 x seed`, the downlink from `2 x seed + 1`.
+    /// `None` is [`DEFAULT_LOSS_SEED`].
+    pub seed: Option<u64>,
 }
+
+/// The random-loss generator's seed when a spec gives none.
+pub const DEFAULT_LOSS_SEED: u64 = 42;
 
 impl PathSpec {
     /// Parses and validates a TOML spec. `read` returns the text of a trace
@@ -350,8 +358,12 @@ impl PathSpec {
                     }
                     (QueueLimit::Bytes(b), _) => Bytes(b).human_si(),
                 };
+                let seed = match self.seed {
+                    Some(seed) if link.loss > 0.0 => format!(" (seed {seed})"),
+                    _ => String::new(),
+                };
                 format!(
-                    "{} -> {}: {rate}, delay {}, queue {queue}, loss {}%",
+                    "{} -> {}: {rate}, delay {}, queue {queue}, loss {}%{seed}",
                     side.name(),
                     side.other().name(),
                     rightsize_tune::units::human_duration(link.delay),

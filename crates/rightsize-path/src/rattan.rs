@@ -100,13 +100,18 @@ pub fn config(spec: &PathSpec, dir: &str) -> RattanFiles {
             }
         }
         chain.push(name);
-        // Random loss.
+        // Random loss, from a seeded generator: Rattan's `Loss` cell seeds
+        // every run alike, so that each run of a path lost the very same
+        // packets; `LossReplay` takes the seed.
         if link.loss > 0.0 {
             let name = format!("{prefix}_loss");
+            let file = format!("{prefix}-loss.json");
+            traces.push((file.clone(), loss_pattern(link.loss)));
+            let seed =
+                spec.seed.unwrap_or(super::DEFAULT_LOSS_SEED) * 2 + u64::from(side == Side::Right);
             let _ = writeln!(
                 config,
-                "[cells.{name}]\ntype = \"Loss\"\npattern = [{}]\n",
-                link.loss
+                "[cells.{name}]\ntype = \"LossReplay\"\ntrace = \"{dir}/{file}\"\nseed = {seed}\n"
             );
             chain.push(name);
         }
@@ -249,6 +254,13 @@ fn delay_steps(link: &LinkSpec) -> Option<String> {
         "{{\"RepeatedDelayPatternConfig\":{{\"pattern\":[{}],\"count\":0}}}}\n",
         items.join(",")
     ))
+}
+
+/// A loss probability that holds for good: one step of an hour, repeated.
+fn loss_pattern(loss: f64) -> String {
+    format!(
+        "{{\"RepeatedLossPatternConfig\":{{\"pattern\":[{{\"StaticLossConfig\":{{\"loss\":[{loss}],\"duration\":\"1h\"}}}}],\"count\":0}}}}\n"
+    )
 }
 
 /// Every `cells.NAME.KEY` and `links.NAME` the configuration sets, with its

@@ -38,6 +38,7 @@ struct RawSpec {
     right: Option<RawHost>,
     #[serde(default)]
     cross: Vec<RawCross>,
+    seed: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -127,6 +128,7 @@ pub(super) fn parse(
             .enumerate()
             .map(|(i, c)| cross(i, c))
             .collect::<Result<_, _>>()?,
+        seed: raw.seed.as_ref().map(seed).transpose()?,
     };
     for side in [Side::Left, Side::Right] {
         let name = if side == Side::Left {
@@ -308,6 +310,17 @@ fn queue(key: &str, value: Option<&toml::Value>) -> Result<QueueSpec, SpecError>
     text.parse::<Bytes>()
         .map(|b| QueueSpec::Bytes(b.0))
         .map_err(|_| SpecError(format!("{key} \"{text}\" is not accepted; give {ACCEPTED}")))
+}
+
+/// The random-loss seed: a whole number from 0 to 2^62.
+fn seed(value: &toml::Value) -> Result<u64, SpecError> {
+    match value {
+        toml::Value::Integer(n) if (0..=1 << 62).contains(n) => Ok(*n as u64),
+        other => err(format!(
+            "seed = {other} is not accepted; give a whole number from 0 to 2^62, such as 7 \
+             (runs with the same seed lose the same packets)"
+        )),
+    }
 }
 
 fn loss(key: &str, value: Option<&toml::Value>) -> Result<f64, SpecError> {
@@ -499,8 +512,9 @@ pub(super) fn parse_with(
         .parse()
         .map_err(|e: toml::de::Error| SpecError(e.to_string()))?;
     for (key, value) in overrides {
-        let value = match (*key, value.parse::<f64>()) {
-            ("loss", Ok(f)) => toml::Value::Float(f),
+        let value = match (*key, value.parse::<f64>(), value.parse::<i64>()) {
+            ("loss", Ok(f), _) => toml::Value::Float(f),
+            ("seed", _, Ok(n)) => toml::Value::Integer(n),
             _ => toml::Value::String(value.clone()),
         };
         for direction in ["uplink", "downlink"] {

@@ -311,10 +311,42 @@ fn flags_override_the_file_for_both_directions() {
 }
 
 #[test]
+fn a_seed_gives_each_direction_its_own_loss_sequence_and_bad_ones_are_refused() {
+    let s = spec("rate = \"10Mbit\"\nloss = \"1%\"\nseed = 3\n");
+    assert_eq!(s.seed, Some(3));
+    let config = rattan::config(&s, "/run/x").config;
+    assert!(
+        config.contains("[cells.up_loss]\ntype = \"LossReplay\""),
+        "{config}"
+    );
+    assert!(config.contains("seed = 6\n"), "{config}");
+    assert!(config.contains("seed = 7\n"), "{config}");
+    for bad in ["-1", "\"7\"", "1.5", "4611686018427387905"] {
+        let text = format!("rate = \"10Mbit\"\nseed = {bad}\n");
+        let e = PathSpec::from_toml(&text, &mut no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("seed = ") && e.contains("whole number"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
 fn rattan_config_chains_bottleneck_delay_and_loss() {
     let s = spec("rate = \"200Mbit\"\ndelay = \"50ms\"\nqueue = \"0.1bdp\"\nloss = 0.001\n");
     let files = rattan::config(&s, "/run/x");
-    assert!(files.traces.is_empty());
+    // The loss holds for good, from a seeded generator per direction.
+    let pattern = "{\"RepeatedLossPatternConfig\":{\"pattern\":[{\"StaticLossConfig\":\
+                   {\"loss\":[0.001],\"duration\":\"1h\"}}],\"count\":0}}\n";
+    assert_eq!(
+        files.traces,
+        [
+            ("up-loss.json".to_owned(), pattern.to_owned()),
+            ("down-loss.json".to_owned(), pattern.to_owned())
+        ]
+    );
     let keys = rattan::expected_keys(&files.config).unwrap_or_default();
     let get = |k: &str| {
         keys.iter()
@@ -328,7 +360,10 @@ fn rattan_config_chains_bottleneck_delay_and_loss() {
     assert_eq!(get("cells.up_bw.bandwidth"), "\"200000000bps\"");
     assert_eq!(get("cells.up_bw.queue_config.byte_limit"), "250000");
     assert_eq!(get("cells.down_delay.delay"), "\"50ms\"");
-    assert_eq!(get("cells.up_loss.pattern"), "[0.001]");
+    assert_eq!(get("cells.up_loss.type"), "\"LossReplay\"");
+    assert_eq!(get("cells.up_loss.trace"), "\"/run/x/up-loss.json\"");
+    assert_eq!(get("cells.up_loss.seed"), "84");
+    assert_eq!(get("cells.down_loss.seed"), "85");
     assert_eq!(get("links.left"), "\"up_bw\"");
     assert_eq!(get("links.up_bw"), "\"up_delay\"");
     assert_eq!(get("links.up_delay"), "\"up_loss\"");

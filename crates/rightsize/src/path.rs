@@ -22,7 +22,7 @@ netem where it exists), for trying a tuning before deploying it. Needs root.
 A path spec is a TOML file (commented examples in examples/paths/): rate, one-way delay, \
 drop-tail queue (\"1bdp\", \"375KB\", \"250 packets\"), random loss, schedules of steps or \
 mahimahi traces, per-host sysctls, commands and cross traffic. The flags --rate, --delay, \
---queue, --loss and --backend override the file for both directions. Hosts are named left and \
+--queue, --loss, --seed and --backend override the file for both directions. Hosts are named left and \
 right in each other's /etc/hosts; commands see RS_LEFT, RS_RIGHT and RS_PEER.";
 
 #[derive(Debug, Args)]
@@ -68,6 +68,10 @@ pub struct SpecArgs {
     /// Random loss per packet, each direction: 0.001 or 0.1%.
     #[arg(long, value_name = "LOSS")]
     pub loss: Option<String>,
+    /// Seed of the random loss (Rattan): runs with the same seed lose the
+    /// same packets; a benchmark gives each repetition its own.
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<String>,
     /// auto (netem where the kernel has it, else rattan), rattan or netem.
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
@@ -180,6 +184,7 @@ fn load_spec(args: &SpecArgs) -> Result<PathSpec, String> {
         ("delay", &args.delay),
         ("queue", &args.queue),
         ("loss", &args.loss),
+        ("seed", &args.seed),
         ("backend", &args.backend),
     ] {
         if let Some(v) = value {

@@ -283,7 +283,10 @@ fn one_run(
     let spec_file = dir.join("spec.toml");
     fs::write(
         &spec_file,
-        path.for_run(&scripts::server_argv(&files, PORT, &serve))?,
+        path.for_run(
+            &scripts::server_argv(&files, PORT, &serve),
+            Some(spec.rep as u64),
+        )?,
     )?;
     let url = format!("ftp://right:{PORT}/.rightsize/zero/{}", o.size.0);
     let client = client_argv(o.client, &rs, spec.tuner, &url);

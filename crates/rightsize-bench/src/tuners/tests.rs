@@ -362,8 +362,19 @@ fn a_tuner_without_valid_runs_is_not_measured_rather_than_missed() {
 fn the_run_spec_starts_the_server_and_keeps_traces_reachable() {
     let text = "rate = \"200Mbit\"\n[downlink]\ntrace = \"changing.steps\"\n[right]\ncongestion = \"cubic\"\n";
     let server = ["rightsize", "serve", "--tune", "auto"].map(str::to_owned);
-    let out = paths::spec_with_server(text, Path::new("/specs"), &server).expect("rewrites");
+    let out =
+        paths::spec_with_server(text, Path::new("/specs"), &server, Some(2)).expect("rewrites");
     let table: toml::Table = out.parse().expect("toml");
+    // Each repetition's own random loss; a seed the spec gives stays.
+    assert_eq!(table["seed"].as_integer(), Some(2));
+    let given = paths::spec_with_server(
+        "rate = \"1Gbit\"\nseed = 9\n",
+        Path::new("/"),
+        &server,
+        Some(2),
+    );
+    let given: toml::Table = given.expect("rewrites").parse().expect("toml");
+    assert_eq!(given["seed"].as_integer(), Some(9));
     assert_eq!(
         table["downlink"]["trace"].as_str(),
         Some("/specs/changing.steps")
@@ -376,7 +387,7 @@ fn the_run_spec_starts_the_server_and_keeps_traces_reachable() {
         .filter_map(|v| v.as_str())
         .collect();
     assert_eq!(command, ["rightsize", "serve", "--tune", "auto"]);
-    let twice = paths::spec_with_server(&out, Path::new("/specs"), &server);
+    let twice = paths::spec_with_server(&out, Path::new("/specs"), &server, None);
     assert!(twice.is_err());
 }
 
@@ -408,7 +419,9 @@ fn the_committed_paths_are_the_benchmarks() {
         rightsize_path::RateSpec::Steps(ref s) if s.len() == 2
     ));
     // Each run's copy parses and runs the server on the right host.
-    let copy = changing.for_run(&["serve".to_owned()]).expect("run spec");
+    let copy = changing
+        .for_run(&["serve".to_owned()], None)
+        .expect("run spec");
     let spec = PathSpec::from_toml(&copy, &mut |_| Err("none".into())).expect("parses");
     assert_eq!(spec.right.command, Some(vec!["serve".to_owned()]));
 }

@@ -127,11 +127,12 @@ impl LoadedPath {
         }
     }
 
-    /// The spec of one run: this one with `[right] command = server` and
-    /// trace files made absolute (the copy lives elsewhere).
-    pub fn for_run(&self, server: &[String]) -> anyhow::Result<String> {
+    /// The spec of one run: this one with `[right] command = server`,
+    /// trace files made absolute (the copy lives elsewhere) and, unless
+    /// the spec sets one, the random loss's `seed`.
+    pub fn for_run(&self, server: &[String], seed: Option<u64>) -> anyhow::Result<String> {
         let base = self.file.parent().unwrap_or(Path::new("/"));
-        spec_with_server(&self.text, base, server)
+        spec_with_server(&self.text, base, server, seed)
             .with_context(|| format!("path spec {}", self.file.display()))
     }
 }
@@ -153,10 +154,24 @@ pub fn find(name_or_file: &str, dir: &Path) -> Option<(PathBuf, String)> {
     Some((file, name))
 }
 
-/// `text` with `[right] command` set to `server` and every relative
-/// `trace` (top level, `[uplink]`, `[downlink]`) resolved against `base`.
-pub fn spec_with_server(text: &str, base: &Path, server: &[String]) -> anyhow::Result<String> {
+/// `text` with `[right] command` set to `server`, every relative `trace`
+/// (top level, `[uplink]`, `[downlink]`) resolved against `base`, and
+/// `seed` set unless `text` sets one.
+pub fn spec_with_server(
+    text: &str,
+    base: &Path,
+    server: &[String],
+    seed: Option<u64>,
+) -> anyhow::Result<String> {
     let mut table: toml::Table = text.parse()?;
+    if let Some(seed) = seed
+        && !table.contains_key("seed")
+    {
+        table.insert(
+            "seed".to_owned(),
+            toml::Value::Integer(i64::try_from(seed)?),
+        );
+    }
     let absolute = |t: &mut toml::Table| {
         if let Some(toml::Value::String(trace)) = t.get_mut("trace")
             && Path::new(trace.as_str()).is_relative()

@@ -50,6 +50,10 @@ pub struct RunSpec<'a> {
     pub dir: PathBuf,
     /// When to give up on the run.
     pub deadline: Duration,
+    /// The random loss's seed, unless the spec sets one: repetition `n`
+    /// of a benchmark or scenario runs with seed `n`, each tuner alike,
+    /// so that repetitions lose different packets and tuners the same.
+    pub seed: Option<u64>,
     /// Asked while the client runs: true stops the run (Ctrl-C).
     pub stop: &'a dyn Fn() -> bool,
 }
@@ -64,6 +68,7 @@ impl std::fmt::Debug for RunSpec<'_> {
             .field("size", &self.size)
             .field("dir", &self.dir)
             .field("deadline", &self.deadline)
+            .field("seed", &self.seed)
             .finish_non_exhaustive()
     }
 }
@@ -109,7 +114,7 @@ pub fn execute(run: &RunSpec) -> anyhow::Result<Outcome> {
     let files = run.peer.files(&ends);
     let _sparse = prepare(&files)?;
     let server = run.peer.server_argv(&ends);
-    let spec_text = run.path.for_run(&server)?;
+    let spec_text = run.path.for_run(&server, run.seed)?;
     let spec_file = dir.join("spec.toml");
     fs::write(&spec_file, &spec_text)
         .with_context(|| format!("cannot write {}", spec_file.display()))?;
