@@ -324,7 +324,7 @@ fn a_seed_gives_each_direction_its_own_loss_sequence_and_bad_ones_are_refused() 
     for bad in ["-1", "\"7\"", "1.5", "4611686018427387905"] {
         let text = format!("rate = \"10Mbit\"\nseed = {bad}\n");
         let e = PathSpec::from_toml(&text, &mut no_files)
-            .unwrap_err()
+            .expect_err("a bad seed is refused")
             .to_string();
         assert!(
             e.contains("seed = ") && e.contains("whole number"),

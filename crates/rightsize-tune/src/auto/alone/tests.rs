@@ -259,19 +259,21 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_
         requests.extend(sndbufs(&d));
     }
     assert_eq!(requests, vec![1_187_813, 1_039_336]);
-    // ... and below the bound it follows the congestion window, +1/8.
-    let d = auto.on_event(
-        &S {
-            at_ms: 1000,
-            cwnd: 400,
-            unacked: 400,
-            rtt_ms: 100,
-            busy_ms: 1000,
-            rate_mbps: 80,
-            ..base
-        }
-        .event(),
-    );
+    // ... and below the bound it follows the congestion window, +1/8: at
+    // once to half the largest of the last 600 ms (500 segments), ...
+    let smaller = S {
+        at_ms: 1000,
+        cwnd: 400,
+        unacked: 400,
+        rtt_ms: 100,
+        busy_ms: 1000,
+        rate_mbps: 80,
+        ..base
+    };
+    let d = auto.on_event(&smaller.event());
+    assert_eq!(sndbufs(&d), vec![763_594]);
+    // ... and the rest of the way once the larger window is that old.
+    let d = auto.on_event(&later(&smaller, 1600).event());
     assert_eq!(sndbufs(&d), vec![610_875]);
 }
 
@@ -711,6 +713,40 @@ fn the_retransmissions_of_a_queues_overflow_are_the_queues_after_it_drained() {
     let d = auto.on_event(&with_retrans(later(&drained, 1300).event(), 1448 * 40));
     let reason = d.record.map(|r| r.reason).unwrap_or_default();
     assert!(reason.contains("ride out a recovery"), "{reason}");
+}
+
+#[test]
+fn bbrs_probe_of_four_segments_leaves_the_buffer_and_a_smaller_window_does_not() {
+    let (mut auto, base) = started();
+    // The path's rate found: 1,000 segments in flight, a queue.
+    let full = queued(&base, 500);
+    auto.on_event(&full.event());
+    let d = auto.on_event(&later(&full, 600).event());
+    let before = sndbufs(&d);
+    // bbr's PROBE_RTT: four segments for 200 ms and a round trip.
+    let probe = S {
+        cwnd: 4,
+        unacked: 4,
+        rtt_ms: 100,
+        ..full
+    };
+    for at_ms in (700..=1000).step_by(25) {
+        let d = auto.on_event(&later(&probe, at_ms).event());
+        assert!(
+            sndbufs(&d).is_empty(),
+            "{at_ms} ms: {:?} after {before:?}",
+            d.record
+        );
+    }
+    // A window that came down for good is followed down.
+    let smaller = S {
+        cwnd: 400,
+        unacked: 400,
+        rtt_ms: 100,
+        ..full
+    };
+    let d = auto.on_event(&later(&smaller, 1100).event());
+    assert!(!sndbufs(&d).is_empty(), "{:?}", d.record);
 }
 
 #[test]
