@@ -3,10 +3,10 @@
 //! Each direction is a chain of cells: the bottleneck (`Bw`, or `BwReplay`
 //! for a schedule or a mahimahi trace) with its drop-tail queue, then the
 //! propagation delay (`Delay`, or `DelayReplay` when steps change it), then
-//! random loss (`Loss`), so that a lost packet has used the bottleneck, as on
-//! a real wire. The namespaces are Rattan's own "isolated" mode: `ns-left-ID`
-//! and `ns-right-ID` hold the hosts (10.1.1.1 and 10.2.1.1), `ns-rattan-ID`
-//! the emulator.
+//! random loss (`LossReplay`, seeded), so that a lost packet has used the
+//! bottleneck, as on a real wire. The namespaces are Rattan's own
+//! "isolated" mode: `ns-left-ID` and `ns-right-ID` hold the hosts
+//! (10.1.1.1 and 10.2.1.1), `ns-rattan-ID` the emulator.
 //!
 //! Rattan ignores keys it does not know; the system layer therefore feeds
 //! the generated file through `rattan --generate` and compares the result
