@@ -818,6 +818,7 @@ impl Auto {
             RTT_FLOOR.as_secs_f64(),
         );
         let queue_pct = (now / base - 1.0) * 100.0;
+        let inflated_above = base * (1.0 + INFLATION) + floor;
         // "No queue" leaves room for one segment's time at the flow's rate
         // too: a segment waits for its own serialization at the
         // bottleneck, which min-RTT need not hold (1.2 ms at 10 Mbit/s; a
@@ -833,9 +834,8 @@ impl Auto {
             rtt,
             rt_prop,
             limited,
-            inflated: now > base * (1.0 + INFLATION) + floor,
-            inflated_settled: view.settled_rtt.unwrap_or(rtt).as_secs_f64()
-                > base * (1.0 + INFLATION) + floor,
+            inflated: now > inflated_above,
+            inflated_settled: view.settled_rtt.unwrap_or(rtt).as_secs_f64() > inflated_above,
             no_queue: now <= base * (1.0 + self.headroom / 2.0) + floor + segment,
             empty: now <= base * (1.0 + self.headroom / 4.0) + floor + segment,
             numbers: format!(

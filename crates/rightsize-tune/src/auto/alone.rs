@@ -632,7 +632,6 @@ impl Alone {
         }
         let cwnd = info.snd_cwnd_bytes() as f64;
         self.recent_cwnd.update(at, cwnd);
-        self.recent_cwnd.expire(at);
         let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
         let mss = u64::from(info.snd_mss_bytes.max(1));
         let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
@@ -821,7 +820,8 @@ impl Alone {
             } else {
                 f64::INFINITY
             };
-            let recent = self.recent_cwnd.get().unwrap_or(cwnd).max(cwnd);
+            // The largest of the last CWND_MEMORY, this sample's included.
+            let recent = self.recent_cwnd.get().unwrap_or(cwnd);
             let follow = if cwnd <= (PAUSE_SEGMENTS * mss) as f64 {
                 recent
             } else {
