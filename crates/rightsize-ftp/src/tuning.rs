@@ -17,22 +17,32 @@ use rightsize_tune::streams::share::{Aggregate, Share};
 use rightsize_tune::telemetry::BufferSummary;
 use rightsize_tune::units::Bytes;
 use rightsize_tune::{
-    Action, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Setup, Tuner, TunerSpec,
+    Action, Congestion, Context, Event, Held, Inputs, Limits, Peer, Role, Settings, Setup, Tuner,
+    TunerSpec,
 };
 
-/// The tuner `spec` names, for this end of a data connection; the limits
+/// The tuner `spec` names, for this end of a data connection whose
+/// buffers and congestion control set by hand are `request`; the limits
 /// are the host's `/proc/sys` values as they are now.
-pub fn build(spec: &TunerSpec, role: Role, peer: Peer) -> Box<dyn Tuner> {
-    spec.build(context(role, peer))
+pub fn build(spec: &TunerSpec, role: Role, peer: Peer, request: &BufferRequest) -> Box<dyn Tuner> {
+    spec.build(context(role, peer, request))
 }
 
-/// This end of a data connection, with the host's limits as they are now.
-pub fn context(role: Role, peer: Peer) -> Context {
+/// This end of a data connection, with the host's limits as they are now
+/// and the congestion control it will run: `request`'s, or the host's
+/// default.
+pub fn context(role: Role, peer: Peer, request: &BufferRequest) -> Context {
     let (host, _unreadable) = rightsize_sys::sysctl::read_host_settings();
+    let congestion = request
+        .congestion
+        .as_deref()
+        .or(host.tcp_congestion_control.as_deref())
+        .map_or(Congestion::default(), Congestion::from_name);
     Context {
         role,
         limits: Limits::from_host(&host, None),
         peer,
+        congestion,
     }
 }
 
@@ -81,7 +91,7 @@ impl StreamTuners {
         // A tuner joins the aggregate it is built with: the one read here
         // for its settings joins one of its own.
         let setup = spec.map_or_else(Setup::default, |spec| {
-            stream_tuner(&spec, role, &Arc::new(Mutex::new(Aggregate::new()))).setup()
+            stream_tuner(&spec, role, base, &Arc::new(Mutex::new(Aggregate::new()))).setup()
         });
         StreamTuners {
             base: base.clone(),
@@ -132,7 +142,7 @@ impl StreamTuners {
     pub fn tune(&self, stream: &TcpStream) -> Option<Arc<AtomicU64>> {
         let spec = self.spec.as_ref()?;
         let own = Arc::new(AtomicU64::new(0));
-        let tuner = stream_tuner(spec, self.role, &self.aggregate);
+        let tuner = stream_tuner(spec, self.role, &self.base, &self.aggregate);
         let tuner = match &self.budget {
             None => tuner,
             Some(budget) => match Budgeted::new(tuner, self.role, budget) {
@@ -187,14 +197,20 @@ impl StreamTuners {
     }
 }
 
-/// The tuner of one stream: `auto` shares `aggregate`, any other is alone.
-fn stream_tuner(spec: &TunerSpec, role: Role, aggregate: &Arc<Mutex<Aggregate>>) -> Box<dyn Tuner> {
+/// The tuner of one stream whose buffers and congestion control set by
+/// hand are `base`: `auto` shares `aggregate`, any other is alone.
+fn stream_tuner(
+    spec: &TunerSpec,
+    role: Role,
+    base: &BufferRequest,
+    aggregate: &Arc<Mutex<Aggregate>>,
+) -> Box<dyn Tuner> {
     match spec {
         TunerSpec::Auto => Box::new(Share::new(
-            context(role, Peer::Other),
+            context(role, Peer::Other, base),
             Arc::clone(aggregate),
         )),
-        _ => build(spec, role, Peer::Other),
+        _ => build(spec, role, Peer::Other, base),
     }
 }
 

@@ -78,16 +78,17 @@
 //!   times it when stepping aside, never above `C'`) x min-RTT, raised as
 //!   the rate grows.
 //!
-//! Losses, one event per episode (losses less than two RTTs apart): with
-//! an inflated RTT the queue overflowed (`W` to rate x min-RTT); while ramping with a queue behind
-//! the window, the ramp's bursts were too big (below the estimate: the ramp
-//! slows by half) or the bandwidth is found (beyond it); with `W` well above
-//! the estimated BDP, an overshoot; at the target with a standing queue
-//! under a quarter of the deepest the path has shown (once that was a
-//! quarter of min-RTT or more), the path's: step aside; at the target with
-//! a standing queue under twice the headroom, the queue could not hold the
-//! headroom and its bursts: the headroom is halved; anything else is not
-//! ours.
+//! Losses, one event per episode (losses less than two RTTs apart): a
+//! queue under half the deepest the path has shown, in bytes (once that
+//! was a quarter of the flow's BDP or more), is no drop-tail queue's
+//! overflow, whatever the RTT reads; at the target it is the path's: step
+//! aside. Otherwise, with an inflated RTT the queue overflowed (`W` to
+//! rate x min-RTT); while ramping with a queue behind the window, the
+//! ramp's bursts were too big (below the estimate: the ramp slows by half)
+//! or the bandwidth is found (beyond it); with `W` well above the
+//! estimated BDP, an overshoot; at the target with a standing queue under
+//! twice the headroom, the queue could not hold the headroom and its
+//! bursts: the headroom is halved; anything else is not ours.
 //!
 //! Why no large buffer before the handshake: Linux picks the window scale
 //! from `max(tcp_rmem[2], rmem_max)` when `SO_RCVBUF` is left alone, which
@@ -267,14 +268,20 @@ const RANDOM_LOSS_RTTS: f64 = 256.0;
 /// event (TCP too reduces once per round trip of losses; a window cut
 /// takes a round trip to show; a recovery may go on for seconds).
 const LOSS_EVENT_RTTS: f64 = 2.0;
-/// A loss at a full window with a standing queue under this share of the
-/// deepest queue the path has shown, once that was at least
-/// [`DEEP_QUEUE`] of min-RTT, is not the queue's overflow: the path's.
-/// Halving the headroom instead, from vsftpd under bbr with 0.01% random
-/// loss on a path with a queue of one BDP (the startup showed +99%), left
-/// the window at the BDP through two more losses, each stalling the flow
-/// for an RTT (0.7 s of a 13 s transfer, measured).
-const SHALLOW_SHARE: f64 = 0.25;
+/// A loss whose queue, in bytes, is under this share of the deepest
+/// queue the path has shown, once that was at least [`DEEP_QUEUE`] of
+/// the flow's BDP, is not a drop-tail queue's overflow, whatever the RTT
+/// reads: a drop-tail queue overflows at the same bytes at any rate. It
+/// is the path's. Behind bbr, which keeps up to two BDPs in flight, the
+/// RTT stands well above min-RTT without filling the queue: vsftpd under
+/// bbr with 0.01% random loss on a path with a queue of one BDP (the
+/// startup showed +173%) lost segments with the RTT at +36% to +66%, each
+/// read as the queue's overflow and cutting the window to 1.1 BDP, which
+/// then stalled the flow through the next recovery (0.956 x the kernel's
+/// goodput, measured). And halving the headroom instead left the window
+/// at the BDP through two more losses, each stalling the flow for an RTT
+/// (0.7 s of a 13 s transfer, measured).
+const OVERFLOW_SHARE: f64 = 0.5;
 const DEEP_QUEUE: f64 = 0.25;
 /// At a full window, a standing queue below this multiple of the headroom
 /// is the window's own: a loss there means the bottleneck queue could not
@@ -355,8 +362,9 @@ struct Auto {
     applied: Bytes,
     history: VecDeque<(Duration, f64)>,
     headroom: f64,
-    /// The deepest queue the RTT has shown, a share of min-RTT: the
-    /// bottleneck's queue holds at least that much.
+    /// The deepest queue the RTT has shown, bytes (the RTT above min-RTT
+    /// at the rate that drained it): the bottleneck's queue holds at
+    /// least that much.
     deepest_queue: f64,
     /// Each train's IP rate, bytes per second.
     train_rates: Vec<f64>,
@@ -884,9 +892,7 @@ impl Auto {
             if view.loss {
                 self.last_loss = r.at;
             }
-            self.deepest_queue = self
-                .deepest_queue
-                .max(r.rtt.as_secs_f64() / r.rt_prop.as_secs_f64() - 1.0);
+            self.deepest_queue = self.deepest_queue.max(r.queued());
             if self.alone {
                 self.best.update(r.at, r.rate);
             }

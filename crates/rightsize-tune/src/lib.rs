@@ -175,6 +175,36 @@ pub struct Context {
     /// Whether the peer reports; only `auto` cares (a sender whose peer
     /// is rightsize leaves the window to the receiver).
     pub peer: Peer,
+    /// The congestion control this end's connection runs.
+    pub congestion: Congestion,
+}
+
+/// The congestion control of this end's connection (`TCP_CONGESTION`), as
+/// far as a tuner cares: whether it paces its own sending at its own
+/// estimate of the path's rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Congestion {
+    /// A loss-based one (`cubic`, `reno`, ...), or one not known: it sends
+    /// what its window lets out, unpaced unless asked.
+    #[default]
+    WindowBased,
+    /// `bbr` (any version): it paces at its own estimate of the path's
+    /// rate, with gains above it to probe, and takes no random loss for
+    /// congestion.
+    Bbr,
+}
+
+impl Congestion {
+    /// The congestion control `name` (`getsockopt(TCP_CONGESTION)`, or
+    /// `net.ipv4.tcp_congestion_control`) names.
+    pub fn from_name(name: &str) -> Self {
+        if name.trim().starts_with("bbr") {
+            Congestion::Bbr
+        } else {
+            Congestion::WindowBased
+        }
+    }
 }
 
 impl Context {

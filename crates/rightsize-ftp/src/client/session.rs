@@ -244,7 +244,8 @@ impl Session<ClientStream> {
             return;
         };
         let to = SocketAddr::new(self.control.server().ip(), port);
-        let inputs = tuning::build(tune, Role::Receiver, Peer::Rightsize).inputs();
+        let inputs =
+            tuning::build(tune, Role::Receiver, Peer::Rightsize, &Default::default()).inputs();
         // A tuner that also reads the probe stream (`sobas`) takes its
         // reports over the data connection's life: it probes with the data.
         if inputs.udp_probes {

@@ -599,7 +599,7 @@ pub(crate) fn open_data(
     let tuner = options
         .tune
         .as_ref()
-        .map(|spec| tuning::build(spec, role, peer));
+        .map(|spec| tuning::build(spec, role, peer, &options.buffers));
     let request = match &tuner {
         Some(tuner) => tuning::request(&options.buffers, tuner.setup().pre_handshake),
         None => options.buffers.clone(),

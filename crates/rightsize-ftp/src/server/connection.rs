@@ -477,7 +477,7 @@ impl Conn {
                     let fixed = plan
                         .sbuf
                         .map_or(TunerSpec::Kernel, |b| TunerSpec::Static(Bytes(b)));
-                    tuning::build(&fixed, role, peer)
+                    tuning::build(&fixed, role, peer, &self.shared.config.buffers)
                 });
                 let budgeted = Budgeted::new(inner, role, budget)
                     .map_err(|e| TransferOutcome::NoBuffers(e.to_string()))?;

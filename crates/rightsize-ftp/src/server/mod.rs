@@ -392,7 +392,7 @@ impl Shared {
             }
             return (request, None);
         };
-        let tuner = crate::tuning::build(&spec, role, peer);
+        let tuner = crate::tuning::build(&spec, role, peer, &request);
         let request = crate::tuning::request(&request, tuner.setup().pre_handshake);
         (request, Some(tuner))
     }

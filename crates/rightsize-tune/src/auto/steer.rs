@@ -132,6 +132,14 @@ pub(super) struct Reading {
     pub(super) numbers: String,
 }
 
+impl Reading {
+    /// The queue the RTT shows, bytes: its time above min-RTT at the rate
+    /// that drains it.
+    pub(super) fn queued(&self) -> f64 {
+        self.rtt.saturating_sub(self.rt_prop).as_secs_f64() * self.rate
+    }
+}
+
 impl Auto {
     pub(super) fn steer(&mut self, r: &Reading) -> Decision {
         let settled = r.at.saturating_sub(self.last_change) >= r.rtt;
@@ -581,7 +589,13 @@ impl Auto {
         {
             return self.first_ramp_loss_alone(r);
         }
-        if r.inflated && !r.limited && matches!(self.state, State::Cruise) {
+        // A queue far below the deepest the path has shown did not
+        // overflow it, whatever the RTT reads (bbr's own standing queue).
+        let below_deepest = self.deepest_queue
+            >= super::DEEP_QUEUE * r.rate * r.rt_prop.as_secs_f64()
+            && r.queued() < super::OVERFLOW_SHARE * self.deepest_queue;
+        let inflated = r.inflated && !below_deepest;
+        if inflated && !r.limited && matches!(self.state, State::Cruise) {
             return Decision::note(
                 self.state.name(),
                 format!(
@@ -590,7 +604,7 @@ impl Auto {
                 ),
             );
         }
-        if r.inflated {
+        if inflated {
             self.state = State::Cruise;
             self.found = true;
             self.obs.reset_btl_bw(r.at, r.rate);
@@ -633,7 +647,7 @@ impl Auto {
         // An overshoot fills the queue: with none at all, the loss is the
         // path's (a window cut from 1.4 to 1.1 BDP this way under bbr with
         // random loss stalled each recovery after, measured).
-        if self.window > target * (1.0 + OVERSHOOT) && !r.no_queue {
+        if self.window > target * (1.0 + OVERSHOOT) && !r.no_queue && !below_deepest {
             self.state = State::Cruise;
             self.found = true;
             return self.cut_after_recovery(
@@ -663,21 +677,18 @@ impl Auto {
                 ),
             );
         }
-        // A loss at a full window whose standing queue is a small part of
-        // the deepest queue this path has shown cannot be that queue's
-        // overflow: the path's.
-        if at_target
-            && self.deepest_queue >= super::DEEP_QUEUE
-            && standing < super::SHALLOW_SHARE * self.deepest_queue
-        {
+        // A loss at a full window whose queue is a small part of the
+        // deepest this path has shown cannot be that queue's overflow:
+        // the path's.
+        if at_target && below_deepest {
             return self.step_aside(
                 r,
                 RIDE_OUT_BDPS,
                 format!(
-                    "loss with a standing queue of {:.1}%, where the path has queued {:.0}%: \
-                     the path's; the window rides out a recovery; {}",
-                    standing * 100.0,
-                    self.deepest_queue * 100.0,
+                    "loss with {} queued, where the path has queued {}: the path's; the window \
+                     rides out a recovery; {}",
+                    show_bytes(bytes_capped(r.queued(), Bytes(u64::MAX))),
+                    show_bytes(bytes_capped(self.deepest_queue, Bytes(u64::MAX))),
                     r.numbers
                 ),
             );

@@ -11,8 +11,8 @@ use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
 use crate::units::Bytes;
 use crate::{
-    Action, Context, Event, Limits, Peer, PeerInfo, PeerReport, Role, RttMeasurement, Sample,
-    Setup, TrainProbe, Tuner, TunerSpec, UdpProbeReport,
+    Action, Congestion, Context, Event, Limits, Peer, PeerInfo, PeerReport, Role, RttMeasurement,
+    Sample, Setup, TrainProbe, Tuner, TunerSpec, UdpProbeReport,
 };
 
 /// The model's step, seconds.
@@ -326,6 +326,10 @@ pub fn run(scenario: &Scenario) -> Outcome {
         role,
         limits: limits(&scenario.host),
         peer,
+        congestion: match (role, scenario.cc) {
+            (Role::Sender, Cc::Bbr) => Congestion::Bbr,
+            _ => Congestion::WindowBased,
+        },
     };
     let rx = scenario
         .receiver

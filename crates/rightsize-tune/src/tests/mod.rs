@@ -20,7 +20,8 @@ use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
 use crate::units::Bytes;
 use crate::{
-    Action, Context, Decision, Event, Limits, Peer, Role, RttMeasurement, Sample, Tuner, TunerSpec,
+    Action, Congestion, Context, Decision, Event, Limits, Peer, Role, RttMeasurement, Sample,
+    Tuner, TunerSpec,
 };
 
 /// A data-transfer host: 32 MiB buffer limits, 4 MiB send autotuning.
@@ -39,6 +40,7 @@ pub(crate) fn ctx(role: Role, peer: Peer) -> Context {
         role,
         limits: limits(),
         peer,
+        congestion: Congestion::WindowBased,
     }
 }
 

@@ -7,7 +7,7 @@
 //! then `base_rtt` of propagation; random loss with a seeded PRNG. Sender:
 //! slow start, then Reno or CUBIC (beta 0.7, C 0.4, with its TCP-friendly
 //! floor; no HyStart), one window reduction per RTT of losses, losses seen
-//! one RTT after the drop; bytes in flight capped by `min(cwnd, the
+//! one RTT after the drop; or bbr (v1, simplified: [`Bbr`]); bytes in flight capped by `min(cwnd, the
 //! receiver's window as advertised half an RTT ago, the send buffer)`.
 //! Receiver: the application reads at once; the window is
 //! `min(TCP_WINDOW_CLAMP, scaling_ratio x SO_RCVBUF read-back,
@@ -116,11 +116,71 @@ impl Host {
     }
 }
 
-/// Reno or CUBIC.
+/// Reno, CUBIC or bbr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cc {
     Reno,
     Cubic,
+    Bbr,
+}
+
+/// bbr's startup gain (2 / ln 2), for its pacing and its window.
+const BBR_HIGH_GAIN: f64 = 2.885;
+/// bbr's gains for its pacing in `PROBE_BW`, a round each.
+const BBR_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// bbr's window in `PROBE_BW`: twice its estimate of the BDP.
+const BBR_CWND_GAIN: f64 = 2.0;
+/// bbr's bandwidth estimate is the most delivered in this many rounds.
+const BBR_BW_ROUNDS: f64 = 10.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BbrMode {
+    Startup,
+    Drain,
+    ProbeBw,
+}
+
+/// bbr v1 as Linux runs it, simplified: the bandwidth estimate is the
+/// largest delivery rate of the last ten rounds (a round: a min-RTT); in
+/// `STARTUP` it paces at 2.885 x that and grows its window by what is
+/// acknowledged until the estimate grew by less than 1/4 in three rounds;
+/// `DRAIN` paces at 1/2.885 until what is in flight is one BDP; then
+/// `PROBE_BW` cycles its pacing gain (1.25, 0.75, then 1 for six rounds)
+/// with a window of two BDPs. A loss does not reduce its window: what
+/// was lost is sent again. No `PROBE_RTT` (runs here are 20 s long).
+#[derive(Debug, Clone)]
+struct Bbr {
+    mode: BbrMode,
+    samples: VecDeque<(f64, f64)>,
+    full_bw: f64,
+    full_bw_rounds: u32,
+    round_start: f64,
+    cycle: usize,
+}
+
+impl Bbr {
+    fn new() -> Self {
+        Bbr {
+            mode: BbrMode::Startup,
+            samples: VecDeque::new(),
+            full_bw: 0.0,
+            full_bw_rounds: 0,
+            round_start: 0.0,
+            cycle: 0,
+        }
+    }
+
+    fn bw(&self) -> f64 {
+        self.samples.iter().map(|(_, r)| *r).fold(0.0, f64::max)
+    }
+
+    fn gains(&self) -> (f64, f64) {
+        match self.mode {
+            BbrMode::Startup => (BBR_HIGH_GAIN, BBR_HIGH_GAIN),
+            BbrMode::Drain => (1.0 / BBR_HIGH_GAIN, BBR_HIGH_GAIN),
+            BbrMode::ProbeBw => (BBR_CYCLE[self.cycle], BBR_CWND_GAIN),
+        }
+    }
 }
 
 /// What the application set on a socket, as requests.
@@ -201,6 +261,7 @@ pub struct Flow {
     /// bytes it may still send this tick.
     pub pace: Option<f64>,
     pace_credit: f64,
+    bbr: Bbr,
 }
 
 impl Flow {
@@ -258,6 +319,7 @@ impl Flow {
             overflowed_since_probe: false,
             pace: None,
             pace_credit: 0.0,
+            bbr: Bbr::new(),
         }
     }
 
@@ -411,6 +473,10 @@ impl Flow {
             return;
         }
         self.inflight = (self.inflight - acked).max(0.0);
+        if self.cc == Cc::Bbr {
+            self.bbr_on_ack(acked);
+            return;
+        }
         if now < self.recovery_until {
             return;
         }
@@ -428,7 +494,7 @@ impl Flow {
         let segs = self.cwnd / MSS;
         let acked_segs = acked / MSS;
         let inc = match self.cc {
-            Cc::Reno => acked_segs / segs,
+            Cc::Reno | Cc::Bbr => acked_segs / segs,
             Cc::Cubic => {
                 let epoch = *self.cubic_epoch.get_or_insert(now);
                 let k = (self.cubic_wmax * (1.0 - CUBIC_BETA) / CUBIC_C).cbrt();
@@ -457,9 +523,9 @@ impl Flow {
             // Every segment that arrived behind the hole, about the
             // flight sent since, is out of order until the retransmission.
             self.ooo_packets += (bytes / MSS).ceil() + (self.inflight / MSS).floor();
-            if now >= self.recovery_until {
+            if now >= self.recovery_until && self.cc != Cc::Bbr {
                 let beta = match self.cc {
-                    Cc::Reno => 0.5,
+                    Cc::Reno | Cc::Bbr => 0.5,
                     Cc::Cubic => CUBIC_BETA,
                 };
                 let segs = self.cwnd / MSS;
@@ -502,18 +568,84 @@ impl Flow {
         }
     }
 
+    /// bbr's rounds, estimate and window, at an ACK of `acked` bytes.
+    fn bbr_on_ack(&mut self, acked: f64) {
+        let now = self.now;
+        let min_rtt = self.min_rtt.min(self.srtt);
+        let inflight = self.inflight;
+        let bbr = &mut self.bbr;
+        bbr.samples.push_back((now, self.delivery_rate));
+        while bbr
+            .samples
+            .front()
+            .is_some_and(|(t, _)| now - t > BBR_BW_ROUNDS * min_rtt)
+        {
+            bbr.samples.pop_front();
+        }
+        let bw = bbr.bw();
+        if now - bbr.round_start >= min_rtt {
+            bbr.round_start = now;
+            match bbr.mode {
+                BbrMode::Startup => {
+                    if bw >= 1.25 * bbr.full_bw {
+                        bbr.full_bw = bw;
+                        bbr.full_bw_rounds = 0;
+                    } else {
+                        bbr.full_bw_rounds += 1;
+                        if bbr.full_bw_rounds >= 3 {
+                            bbr.mode = BbrMode::Drain;
+                        }
+                    }
+                }
+                BbrMode::Drain => {
+                    if inflight <= bw * min_rtt {
+                        bbr.mode = BbrMode::ProbeBw;
+                        bbr.cycle = 0;
+                    }
+                }
+                BbrMode::ProbeBw => bbr.cycle = (bbr.cycle + 1) % BBR_CYCLE.len(),
+            }
+        }
+        let target = bbr.gains().1 * bw * min_rtt + 3.0 * MSS;
+        self.cwnd = if bbr.mode == BbrMode::Startup && self.cwnd < target {
+            self.cwnd + acked
+        } else if bbr.mode == BbrMode::Startup {
+            self.cwnd
+        } else {
+            (self.cwnd + acked).min(target)
+        }
+        .max(4.0 * MSS);
+    }
+
+    /// The rate bbr paces at, if the sender runs bbr.
+    fn bbr_pace(&self) -> Option<f64> {
+        (self.cc == Cc::Bbr).then(|| {
+            let bw = self.bbr.bw();
+            let bw = if bw > 0.0 {
+                bw
+            } else {
+                self.cwnd / self.srtt.max(TICK)
+            };
+            self.bbr.gains().0 * bw
+        })
+    }
+
     fn send(&mut self) {
         let window = self.sender_window();
         let capacity = self.send_capacity();
         let allowed = self.cwnd.min(window).min(capacity);
         let mut room = (allowed - self.inflight).max(0.0);
-        if let Some(pace) = self.pace {
+        let pace = match (self.pace, self.bbr_pace()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(pace) = pace {
             // No credit for idle time: at most one segment carries over.
             self.pace_credit = (self.pace_credit + pace * TICK).min(pace * TICK + MSS);
             room = room.min(self.pace_credit);
         }
         let bytes = (room / MSS).floor() * MSS;
-        if self.pace.is_some() {
+        if pace.is_some() {
             self.pace_credit -= bytes;
         }
         if bytes > 0.0 {

@@ -18,6 +18,7 @@ fn ctx(role: Role, peer: Peer) -> Context {
         role,
         limits: limits(),
         peer,
+        congestion: crate::Congestion::WindowBased,
     }
 }
 

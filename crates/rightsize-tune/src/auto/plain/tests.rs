@@ -8,9 +8,9 @@
 use super::super::steer::{Reading, State};
 use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
 use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
-use crate::tests::model::Path;
+use crate::tests::model::{Cc, Path};
 use crate::tests::{ctx, ms};
-use crate::{Action, Peer, Role};
+use crate::{Action, Peer, Role, TunerSpec};
 
 fn both(path: Path) -> (Outcome, Outcome) {
     auto_and_kernel(Role::Receiver, path)
@@ -326,5 +326,66 @@ fn the_first_ramp_keeps_less_memory_beyond_its_window() {
     assert!(
         (steer / ramp - 1.5 / 1.125).abs() < 0.01,
         "ramp {ramp:.3}, steering {steer:.3}"
+    );
+}
+
+#[test]
+fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
+    // The path once queued 40 ms at 96 Mbit/s (480 kB, one BDP): a loss
+    // at +30% (156 kB at 104 Mbit/s: bbr's own queue, say) did not
+    // overflow it, whatever the inflated RTT reads. The path's: the
+    // window rides out the recovery.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.deepest_queue = 0.040 * 96e6 / 8.0;
+    let before = auto.window;
+    let r = reading(2_000, 104.0, 52);
+    assert!(r.inflated);
+    let reason = auto.on_loss(&r).record.unwrap().reason;
+    assert!(reason.contains("the path's"), "{reason}");
+    assert!(auto.window >= 2.0 * before, "{:.0}", auto.window);
+    // At +75% (312 kB) it may have overflowed it: the window is cut.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.deepest_queue = 0.040 * 96e6 / 8.0;
+    let reason = auto
+        .on_loss(&reading(2_000, 104.0, 70))
+        .record
+        .unwrap()
+        .reason;
+    assert!(reason.contains("the queue overflowed"), "{reason}");
+}
+
+#[test]
+fn behind_bbr_with_random_loss_the_kernels_goodput() {
+    // A plain server whose kernel runs bbr: it paces itself, keeps up to
+    // two BDPs in flight when the window lets it (its own queue stands)
+    // and takes no random loss for congestion. 0.01% random loss each
+    // way, as on `bench/paths/bbr-loss.toml`.
+    let mut path = Path::benchmark(1.0);
+    path.loss = 1e-4;
+    let (mut auto_total, mut kernel_total) = (0.0, 0.0);
+    for seed in 1..=3 {
+        let mut s = Scenario::against_plain("auto", Role::Receiver, path);
+        s.cc = Cc::Bbr;
+        s.seed = seed;
+        let auto = run(&s);
+        s.receiver = Some(TunerSpec::Kernel);
+        let kernel = run(&s);
+        let text = format!(
+            "seed {seed}: auto {:.1} Mbit/s, peak rcvbuf {:.0}; kernel {:.1} Mbit/s, peak rcvbuf {:.0}",
+            mbps(auto.goodput),
+            auto.peak_rcvbuf,
+            mbps(kernel.goodput),
+            kernel.peak_rcvbuf
+        );
+        eprintln!("{text}");
+        assert!(auto.goodput >= 0.9 * kernel.goodput, "{text}");
+        auto_total += auto.goodput;
+        kernel_total += kernel.goodput;
+    }
+    assert!(
+        auto_total >= 0.98 * kernel_total,
+        "{:.1} vs {:.1} Mbit/s",
+        mbps(auto_total / 3.0),
+        mbps(kernel_total / 3.0)
     );
 }
