@@ -254,12 +254,17 @@ const MIN_GAIN: f64 = 1.0 / 16.0;
 const RIDE_OUT_BDPS: f64 = 2.5;
 const QUIET_ROUNDS: u32 = 128;
 /// Retransmissions less than this many min-RTTs apart, or while the
-/// kernel is still recovering (`tcpi_ca_state` Recovery or Loss), are one
-/// loss episode, read as its first was. A shallow queue that overflowed in
-/// slow start (`bench/paths/shallow.toml`: 584 segments lost) is
-/// retransmitted for half a second after the queue drained; read one by
-/// one, those retransmissions looked like the path's losses, and the
-/// ride-out took the send buffer to 3.78 MB (measured, 2 runs in 4).
+/// kernel is still recovering (`tcpi_ca_state` Recovery or Loss in this
+/// sample and the one before), are one loss episode, read as its first
+/// was. A shallow queue that overflowed in slow start
+/// (`bench/paths/shallow.toml`: 584 segments lost) is retransmitted for
+/// half a second after the queue drained; read one by one, those
+/// retransmissions looked like the path's losses, and the ride-out took
+/// the send buffer to 3.78 MB (measured, 2 runs in 4). A recovery that
+/// begins in this sample is a new episode's: read as the last one's, each
+/// random loss behind bbr was taken for the queue's overflow of its
+/// startup five seconds before (curl on `bench/paths/bbr-loss.toml`,
+/// measured).
 const EPISODE_RTTS: u32 = 2;
 /// A loss episode that begins with the queue, in bytes, under this share
 /// of the deepest queue that stood a whole round (once that was at least
@@ -431,6 +436,8 @@ pub struct Alone {
     /// The loss episode under way: when a segment was last retransmitted,
     /// and whether the episode began with no queue (the path's).
     episode: Option<(Duration, bool)>,
+    /// Whether the kernel was recovering at the last sample.
+    recovering: bool,
     /// The most smoothed RTT of the previous round, and its most queue.
     last_round_most: Option<Duration>,
     last_round_queue: f64,
@@ -468,6 +475,7 @@ impl Alone {
             gain_bw: None,
             path_loss: None,
             episode: None,
+            recovering: false,
             last_round_most: None,
             last_round_queue: 0.0,
             deepest: 0.0,
@@ -648,10 +656,12 @@ impl Alone {
             && self.deepest >= DEEP_QUEUE * bdp
             && recent_queue < OVERFLOW_SHARE * self.deepest;
         let recovering = matches!(info.ca_state, CA_RECOVERY | CA_LOSS);
+        let still_recovering = recovering && self.recovering;
+        self.recovering = recovering;
         let ongoing = self
             .episode
             .filter(|&(last, _)| {
-                recovering || at.saturating_sub(last) < min_rtt.saturating_mul(EPISODE_RTTS)
+                still_recovering || at.saturating_sub(last) < min_rtt.saturating_mul(EPISODE_RTTS)
             })
             .map(|(_, path_loss)| path_loss);
         let paths_loss = loss

@@ -1015,3 +1015,24 @@ fn behind_bbr_no_pacing_is_set() {
     let (mut auto, base) = started();
     assert!(!paced_over(&mut auto, &base).is_empty());
 }
+
+#[test]
+fn a_recovery_that_begins_with_a_new_loss_is_a_new_episode() {
+    let (mut auto, base) = started();
+    // The queue overflows (+14%) and the kernel recovers.
+    let full = flowing(&base, 114);
+    auto.on_event(&in_state(with_retrans(full.event(), 1448), CA_RECOVERY));
+    // Two seconds with no loss and no queue ...
+    let drained = flowing(&base, 100);
+    for at_ms in (525..=2500).step_by(25) {
+        auto.on_event(&with_retrans(later(&drained, at_ms).event(), 1448));
+    }
+    // ... then a segment lost with no queue: the kernel recovers again,
+    // from this loss, not the overflow's. The path's.
+    let lost = in_state(
+        with_retrans(later(&drained, 2525).event(), 2 * 1448),
+        CA_RECOVERY,
+    );
+    let reason = auto.on_event(&lost).record.map(|r| r.reason).unwrap_or_default();
+    assert!(reason.contains("ride out a recovery"), "{reason}");
+}
