@@ -1033,6 +1033,10 @@ fn a_recovery_that_begins_with_a_new_loss_is_a_new_episode() {
         with_retrans(later(&drained, 2525).event(), 2 * 1448),
         CA_RECOVERY,
     );
-    let reason = auto.on_event(&lost).record.map(|r| r.reason).unwrap_or_default();
+    let reason = auto
+        .on_event(&lost)
+        .record
+        .map(|r| r.reason)
+        .unwrap_or_default();
     assert!(reason.contains("ride out a recovery"), "{reason}");
 }
