@@ -322,9 +322,15 @@ const MAX_INTERVAL: Duration = Duration::from_millis(250);
 const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
 
 /// The queue an RTT shows, bytes: its time above min-RTT at the rate
-/// that drains it.
-fn queued(rtt: Duration, min_rtt: Duration, rate: f64) -> f64 {
-    rtt.saturating_sub(min_rtt).as_secs_f64() * rate
+/// that drains it, and never more than is in flight beyond rate x
+/// min-RTT. The delivery rate lags a path that got slower by an RTT
+/// while the queue fills: from 200 to 50 Mbit/s, the RTT at 400 ms above
+/// min-RTT times the old rate read 8.9 MiB of queue where the path holds
+/// 2.5 MB, and the overflow that followed passed for the path's loss
+/// (measured on the changing path).
+fn queued(rtt: Duration, min_rtt: Duration, rate: f64, inflight: f64) -> f64 {
+    let pipe = rate * min_rtt.as_secs_f64();
+    (rtt.saturating_sub(min_rtt).as_secs_f64() * rate).min((inflight - pipe).max(0.0))
 }
 
 /// What one round (a min-RTT) of samples showed.
@@ -647,7 +653,12 @@ impl Alone {
             .flatten()
             .fold(rtt, Duration::max);
         let rate = info.delivery_rate_bps.map_or(0.0, |bps| bps as f64 / 8.0);
-        let queue_now = queued(rtt, min_rtt, rate);
+        let queue_now = queued(
+            rtt,
+            min_rtt,
+            rate,
+            f64::from(info.unacked_segs) * f64::from(info.snd_mss_bytes),
+        );
         let recent_queue = queue_now
             .max(self.round.most_queue)
             .max(self.last_round_queue);

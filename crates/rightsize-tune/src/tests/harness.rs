@@ -140,6 +140,29 @@ pub fn auto_and_kernel(tuned: Role, path: Path) -> (Outcome, Outcome) {
     )
 }
 
+/// `auto` and `kernel` at the `tuned` end of the tuner benchmark's `lfn`
+/// path (200 Mbit/s x 100 ms, one BDP of queue) with 0.01% random loss
+/// each way, as on `bench/paths/bbr-loss.toml`, behind a bbr sender, once
+/// per seed from 1 to 3; and whether `auto`'s goodput over the three is
+/// at least 0.98 x the kernel's.
+pub fn behind_bbr_with_random_loss(tuned: Role) -> (Vec<(Outcome, Outcome)>, bool) {
+    let mut path = Path::benchmark(1.0);
+    path.loss = 1e-4;
+    let runs: Vec<_> = (1..=3)
+        .map(|seed| {
+            let mut s = Scenario::against_plain("auto", tuned, path);
+            s.cc = Cc::Bbr;
+            s.seed = seed;
+            let auto = run(&s);
+            s.spec = TunerSpec::Kernel;
+            (auto, run(&s))
+        })
+        .collect();
+    let total = |pick: fn(&(Outcome, Outcome)) -> f64| runs.iter().map(pick).sum::<f64>();
+    let met = total(|(auto, _)| auto.goodput) >= 0.98 * total(|(_, kernel)| kernel.goodput);
+    (runs, met)
+}
+
 /// Bytes per second in Mbit/s.
 pub fn mbps(bytes_per_s: f64) -> f64 {
     bytes_per_s * 8e-6

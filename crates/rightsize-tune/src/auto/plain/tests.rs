@@ -7,10 +7,12 @@
 
 use super::super::steer::{Reading, State};
 use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
-use crate::tests::harness::{Outcome, Scenario, auto_and_kernel, mbps, run};
-use crate::tests::model::{Cc, Path};
+use crate::tests::harness::{
+    Outcome, Scenario, auto_and_kernel, behind_bbr_with_random_loss, mbps, run,
+};
+use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
-use crate::{Action, Peer, Role, TunerSpec};
+use crate::{Action, Peer, Role};
 
 fn both(path: Path) -> (Outcome, Outcome) {
     auto_and_kernel(Role::Receiver, path)
@@ -358,34 +360,22 @@ fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
 fn behind_bbr_with_random_loss_the_kernels_goodput() {
     // A plain server whose kernel runs bbr: it paces itself, keeps up to
     // two BDPs in flight when the window lets it (its own queue stands)
-    // and takes no random loss for congestion. 0.01% random loss each
-    // way, as on `bench/paths/bbr-loss.toml`.
-    let mut path = Path::benchmark(1.0);
-    path.loss = 1e-4;
-    let (mut auto_total, mut kernel_total) = (0.0, 0.0);
-    for seed in 1..=3 {
-        let mut s = Scenario::against_plain("auto", Role::Receiver, path);
-        s.cc = Cc::Bbr;
-        s.seed = seed;
-        let auto = run(&s);
-        s.receiver = Some(TunerSpec::Kernel);
-        let kernel = run(&s);
-        let text = format!(
-            "seed {seed}: auto {:.1} Mbit/s, peak rcvbuf {:.0}; kernel {:.1} Mbit/s, peak rcvbuf {:.0}",
-            mbps(auto.goodput),
-            auto.peak_rcvbuf,
-            mbps(kernel.goodput),
-            kernel.peak_rcvbuf
-        );
-        eprintln!("{text}");
+    // and takes no random loss for congestion.
+    let (runs, met) = behind_bbr_with_random_loss(Role::Receiver);
+    let texts: Vec<_> = runs
+        .iter()
+        .map(|(auto, kernel)| {
+            format!(
+                "auto {:.1} Mbit/s, peak rcvbuf {:.0}; kernel {:.1} Mbit/s, peak rcvbuf {:.0}",
+                mbps(auto.goodput),
+                auto.peak_rcvbuf,
+                mbps(kernel.goodput),
+                kernel.peak_rcvbuf
+            )
+        })
+        .collect();
+    assert!(met, "{texts:#?}");
+    for ((auto, kernel), text) in runs.iter().zip(&texts) {
         assert!(auto.goodput >= 0.9 * kernel.goodput, "{text}");
-        auto_total += auto.goodput;
-        kernel_total += kernel.goodput;
     }
-    assert!(
-        auto_total >= 0.98 * kernel_total,
-        "{:.1} vs {:.1} Mbit/s",
-        mbps(auto_total / 3.0),
-        mbps(kernel_total / 3.0)
-    );
 }
