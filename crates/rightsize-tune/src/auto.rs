@@ -280,7 +280,10 @@ const LOSS_EVENT_RTTS: f64 = 2.0;
 /// then stalled the flow through the next recovery (0.956 x the kernel's
 /// goodput, measured). And halving the headroom instead left the window
 /// at the BDP through two more losses, each stalling the flow for an RTT
-/// (0.7 s of a 13 s transfer, measured).
+/// (0.7 s of a 13 s transfer, measured). The RTT must also be below the
+/// most it has shown: a queue deeper in time than ever before may be a
+/// path that just got slower, whose rate the readings have not caught up
+/// with.
 const OVERFLOW_SHARE: f64 = 0.5;
 const DEEP_QUEUE: f64 = 0.25;
 /// At a full window, a standing queue below this multiple of the headroom
@@ -364,8 +367,9 @@ struct Auto {
     headroom: f64,
     /// The deepest queue the RTT has shown, bytes (the RTT above min-RTT
     /// at the rate that drained it): the bottleneck's queue holds at
-    /// least that much.
+    /// least that much; and the most RTT it has shown.
     deepest_queue: f64,
+    deepest_rtt: Duration,
     /// Each train's IP rate, bytes per second.
     train_rates: Vec<f64>,
     /// Payload capacity from the trains, bytes per second.
@@ -454,6 +458,7 @@ impl Auto {
             history: VecDeque::new(),
             headroom: HEADROOM,
             deepest_queue: 0.0,
+            deepest_rtt: Duration::ZERO,
             train_rates: Vec::with_capacity(TRAINS),
             capacity: None,
             ceiling_pending: false,
@@ -893,6 +898,7 @@ impl Auto {
                 self.last_loss = r.at;
             }
             self.deepest_queue = self.deepest_queue.max(r.queued());
+            self.deepest_rtt = self.deepest_rtt.max(r.rtt);
             if self.alone {
                 self.best.update(r.at, r.rate);
             }

@@ -275,7 +275,11 @@ const EPISODE_RTTS: u32 = 2;
 /// loss on 200 Mbit/s x 100 ms with a queue of one BDP lost segments with
 /// the RTT at +15% to +36% after its startup had queued +98% for a round,
 /// none of them read as the path's (0.967 x the kernel's goodput,
-/// measured).
+/// measured). The RTT must also be below the most that stood a round:
+/// the bytes are read with a delivery rate an RTT old, and on a path that
+/// just got slower (200 to 50 Mbit/s) the queue's overflow read 464 KiB
+/// where a round had read 1.5 MiB, as the RTT reached 452 ms for the
+/// first time.
 const OVERFLOW_SHARE: f64 = 0.5;
 const DEEP_QUEUE: f64 = 0.25;
 /// `tcpi_ca_state` values of a recovery: fast recovery and loss (a
@@ -448,8 +452,9 @@ pub struct Alone {
     last_round_most: Option<Duration>,
     last_round_queue: f64,
     /// The deepest queue that stood a whole round, bytes: the bottleneck's
-    /// queue holds at least that much.
+    /// queue holds at least that much; and the most RTT that stood one.
     deepest: f64,
+    deepest_rtt: Duration,
     counters: Option<Counters>,
     last_sample: Option<Duration>,
     round: Round,
@@ -485,6 +490,7 @@ impl Alone {
             last_round_most: None,
             last_round_queue: 0.0,
             deepest: 0.0,
+            deepest_rtt: Duration::ZERO,
             counters: None,
             last_sample: None,
             round: Round::new(Duration::ZERO),
@@ -665,7 +671,8 @@ impl Alone {
         let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
         let below_deepest = self.deepest > 0.0
             && self.deepest >= DEEP_QUEUE * bdp
-            && recent_queue < OVERFLOW_SHARE * self.deepest;
+            && recent_queue < OVERFLOW_SHARE * self.deepest
+            && recent_most < self.deepest_rtt;
         let recovering = matches!(info.ca_state, CA_RECOVERY | CA_LOSS);
         let still_recovering = recovering && self.recovering;
         self.recovering = recovering;
@@ -869,6 +876,7 @@ impl Alone {
             self.last_round_most = self.round.most_rtt;
             self.last_round_queue = self.round.most_queue;
             self.deepest = self.deepest.max(self.round.least_queue.unwrap_or(0.0));
+            self.deepest_rtt = self.deepest_rtt.max(least);
             self.round = Round::new(at);
         }
         let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();

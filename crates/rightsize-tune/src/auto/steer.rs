@@ -593,7 +593,8 @@ impl Auto {
         // overflow it, whatever the RTT reads (bbr's own standing queue).
         let below_deepest = self.deepest_queue
             >= super::DEEP_QUEUE * r.rate * r.rt_prop.as_secs_f64()
-            && r.queued() < super::OVERFLOW_SHARE * self.deepest_queue;
+            && r.queued() < super::OVERFLOW_SHARE * self.deepest_queue
+            && r.rtt < self.deepest_rtt;
         let inflated = r.inflated && !below_deepest;
         if inflated && !r.limited && matches!(self.state, State::Cruise) {
             return Decision::note(

@@ -964,6 +964,25 @@ fn a_loss_with_a_queue_under_half_the_deepest_is_the_paths() {
 }
 
 #[test]
+fn a_loss_with_an_rtt_beyond_any_that_stood_may_be_the_queues() {
+    // After a queue of +100% (250 kB at 20 Mbit/s), the RTT climbs to
+    // +150% while the delivery rate, an RTT old, reads 5 Mbit/s: 94 kB
+    // by the bytes, but a queue deeper than any before. Not the path's.
+    let (mut auto, base) = started();
+    let at = |rtt_ms, rate_mbps| S {
+        unacked: 350,
+        cwnd: 400,
+        rate_mbps,
+        ..flowing(&base, rtt_ms)
+    };
+    reasons_over(&mut auto, &at(200, 20), 500, 1000);
+    reasons_over(&mut auto, &at(250, 5), 1025, 1300);
+    let d = auto.on_event(&with_retrans(later(&at(250, 5), 1325).event(), 1448));
+    let reason = d.record.map(|r| r.reason).unwrap_or_default();
+    assert!(!reason.contains("ride out"), "{reason}");
+}
+
+#[test]
 fn behind_bbr_with_random_loss_the_kernels_goodput_with_less_send_memory() {
     // bbr paces itself and takes no random loss for congestion; it keeps
     // up to two BDPs in flight, so its own queue stands.

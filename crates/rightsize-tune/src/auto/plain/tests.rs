@@ -339,6 +339,7 @@ fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
     // window rides out the recovery.
     let mut auto = cruising_at_96(None, HEADROOM);
     auto.deepest_queue = 0.040 * 96e6 / 8.0;
+    auto.deepest_rtt = ms(80);
     let before = auto.window;
     let r = reading(2_000, 104.0, 52);
     assert!(r.inflated);
@@ -348,12 +349,24 @@ fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
     // At +75% (312 kB) it may have overflowed it: the window is cut.
     let mut auto = cruising_at_96(None, HEADROOM);
     auto.deepest_queue = 0.040 * 96e6 / 8.0;
+    auto.deepest_rtt = ms(80);
     let reason = auto
         .on_loss(&reading(2_000, 104.0, 70))
         .record
         .unwrap()
         .reason;
     assert!(reason.contains("the queue overflowed"), "{reason}");
+    // At +125% at 20 Mbit/s (125 kB by the bytes, the rate not caught up
+    // with a slower path) the RTT is beyond any it showed: it may be.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.deepest_queue = 0.040 * 96e6 / 8.0;
+    auto.deepest_rtt = ms(80);
+    let reason = auto
+        .on_loss(&reading(2_000, 20.0, 90))
+        .record
+        .unwrap()
+        .reason;
+    assert!(!reason.contains("the path's"), "{reason}");
 }
 
 #[test]
