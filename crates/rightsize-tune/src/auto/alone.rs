@@ -84,9 +84,10 @@
 //!   while the kernel recovers) that begins with no queue in this round or
 //!   the one before, on a path whose RTT has not changed, or with a queue
 //!   under half the deepest that stood a whole round (in bytes, the RTT
-//!   above min-RTT times the delivery rate: a drop-tail queue overflows at
-//!   the same bytes at any rate; bbr's own queue stands below that), is
-//!   the path's: for [`QUIET_ROUNDS`] after it `A` is at least
+//!   above min-RTT times the delivery rate, at most what is in flight
+//!   beyond rate x min-RTT: a drop-tail queue overflows at the same bytes
+//!   at any rate; bbr's own queue stands below that) and an RTT below the
+//!   most that stood a round, is the path's: for [`QUIET_ROUNDS`] after it `A` is at least
 //!   [`RIDE_OUT_BDPS`] x rate x min-RTT, so that the flow goes on through
 //!   a recovery.
 //! - While the kernel recovers from a loss (`tcpi_ca_state` Recovery or

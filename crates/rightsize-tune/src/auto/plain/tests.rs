@@ -331,15 +331,29 @@ fn the_first_ramp_keeps_less_memory_beyond_its_window() {
     );
 }
 
-#[test]
-fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
-    // The path once queued 40 ms at 96 Mbit/s (480 kB, one BDP): a loss
-    // at +30% (156 kB at 104 Mbit/s: bbr's own queue, say) did not
-    // overflow it, whatever the inflated RTT reads. The path's: the
-    // window rides out the recovery.
+/// Cruising at 96 Mbit/s on a 40 ms path that once queued 40 ms at that
+/// rate (480 kB, one BDP, the RTT at 80 ms).
+fn cruising_after_a_bdp_queue() -> Auto {
     let mut auto = cruising_at_96(None, HEADROOM);
     auto.deepest_queue = 0.040 * 96e6 / 8.0;
     auto.deepest_rtt = ms(80);
+    auto
+}
+
+/// The reason for a loss at `mbit` Mbit/s with the RTT at `rtt_ms`, after
+/// [`cruising_after_a_bdp_queue`].
+fn loss_after_a_bdp_queue(mbit: f64, rtt_ms: u64) -> String {
+    let mut auto = cruising_after_a_bdp_queue();
+    let reason = auto.on_loss(&reading(2_000, mbit, rtt_ms)).record;
+    reason.map(|r| r.reason).unwrap_or_default()
+}
+
+#[test]
+fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
+    // A loss at +30% (156 kB at 104 Mbit/s: bbr's own queue, say) did not
+    // overflow the path's queue, whatever the inflated RTT reads. The
+    // path's: the window rides out the recovery.
+    let mut auto = cruising_after_a_bdp_queue();
     let before = auto.window;
     let r = reading(2_000, 104.0, 52);
     assert!(r.inflated);
@@ -347,25 +361,11 @@ fn a_loss_with_a_queue_under_half_the_deepest_overflowed_nothing() {
     assert!(reason.contains("the path's"), "{reason}");
     assert!(auto.window >= 2.0 * before, "{:.0}", auto.window);
     // At +75% (312 kB) it may have overflowed it: the window is cut.
-    let mut auto = cruising_at_96(None, HEADROOM);
-    auto.deepest_queue = 0.040 * 96e6 / 8.0;
-    auto.deepest_rtt = ms(80);
-    let reason = auto
-        .on_loss(&reading(2_000, 104.0, 70))
-        .record
-        .unwrap()
-        .reason;
+    let reason = loss_after_a_bdp_queue(104.0, 70);
     assert!(reason.contains("the queue overflowed"), "{reason}");
     // At +125% at 20 Mbit/s (125 kB by the bytes, the rate not caught up
     // with a slower path) the RTT is beyond any it showed: it may be.
-    let mut auto = cruising_at_96(None, HEADROOM);
-    auto.deepest_queue = 0.040 * 96e6 / 8.0;
-    auto.deepest_rtt = ms(80);
-    let reason = auto
-        .on_loss(&reading(2_000, 20.0, 90))
-        .record
-        .unwrap()
-        .reason;
+    let reason = loss_after_a_bdp_queue(20.0, 90);
     assert!(!reason.contains("the path's"), "{reason}");
 }
 
