@@ -286,6 +286,12 @@ const LOSS_EVENT_RTTS: f64 = 2.0;
 /// with.
 const OVERFLOW_SHARE: f64 = 0.5;
 const DEEP_QUEUE: f64 = 0.25;
+
+/// The queue an RTT shows, bytes: its time above min-RTT at the rate
+/// that drains it.
+fn queue_bytes(rtt: Duration, min_rtt: Duration, rate: f64) -> f64 {
+    rtt.saturating_sub(min_rtt).as_secs_f64() * rate
+}
 /// At a full window, a standing queue below this multiple of the headroom
 /// is the window's own: a loss there means the bottleneck queue could not
 /// hold the headroom and the bursts on top of it (measured on the shallow

@@ -226,6 +226,12 @@ pub fn show_bytes(bytes: Bytes) -> String {
     bytes.human_iec()
 }
 
+/// A size in bytes held as a number (a window, a queue) as people read
+/// it: `2.38 MiB`.
+pub fn show_size(bytes: f64) -> String {
+    show_bytes(bytes_capped(bytes, Bytes(u64::MAX)))
+}
+
 /// A duration as people read it, in milliseconds: `100.0 ms`.
 pub fn show_ms(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1e3)

@@ -110,7 +110,7 @@ use std::time::Duration;
 use crate::auto::INITIAL_WINDOW;
 use crate::meter::{
     LINUX_BUFFER_DOUBLING, WindowedMax, bytes_capped, micros, scaled, show_bytes, show_ms,
-    show_rate,
+    show_rate, show_size,
 };
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
@@ -267,22 +267,6 @@ const QUIET_ROUNDS: u32 = 128;
 /// startup five seconds before (curl on `bench/paths/bbr-loss.toml`,
 /// measured).
 const EPISODE_RTTS: u32 = 2;
-/// A loss episode that begins with the queue, in bytes, under this share
-/// of the deepest queue that stood a whole round (once that was at least
-/// [`DEEP_QUEUE`] of rate x min-RTT) did not overflow a drop-tail queue,
-/// which overflows at the same bytes whatever the rate: it is the path's,
-/// whatever the RTT reads. bbr keeps up to two BDPs in flight when nothing
-/// holds it back, and its queue stands: curl under bbr with 0.01% random
-/// loss on 200 Mbit/s x 100 ms with a queue of one BDP lost segments with
-/// the RTT at +15% to +36% after its startup had queued +98% for a round,
-/// none of them read as the path's (0.967 x the kernel's goodput,
-/// measured). The RTT must also be below the most that stood a round:
-/// the bytes are read with a delivery rate an RTT old, and on a path that
-/// just got slower (200 to 50 Mbit/s) the queue's overflow read 464 KiB
-/// where a round had read 1.5 MiB, as the RTT reached 452 ms for the
-/// first time.
-const OVERFLOW_SHARE: f64 = 0.5;
-const DEEP_QUEUE: f64 = 0.25;
 /// `tcpi_ca_state` values of a recovery: fast recovery and loss (a
 /// retransmission timeout).
 const CA_RECOVERY: u8 = 3;
@@ -335,7 +319,7 @@ const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
 /// (measured on the changing path).
 fn queued(rtt: Duration, min_rtt: Duration, rate: f64, inflight: f64) -> f64 {
     let pipe = rate * min_rtt.as_secs_f64();
-    (rtt.saturating_sub(min_rtt).as_secs_f64() * rate).min((inflight - pipe).max(0.0))
+    super::queue_bytes(rtt, min_rtt, rate).min((inflight - pipe).max(0.0))
 }
 
 /// What one round (a min-RTT) of samples showed.
@@ -669,10 +653,22 @@ impl Alone {
         let recent_queue = queue_now
             .max(self.round.most_queue)
             .max(self.last_round_queue);
+        // A loss episode that begins with the queue under half the deepest
+        // that stood a whole round did not overflow a drop-tail queue: the
+        // path's, whatever the RTT reads (the receiver's rule, with the
+        // queue of a round). curl under bbr with 0.01% random loss on
+        // 200 Mbit/s x 100 ms with a queue of one BDP lost segments with
+        // the RTT at +15% to +36% after its startup had queued +98% for a
+        // round, none of them read as the path's (0.967 x the kernel's
+        // goodput, measured). The RTT must also be below the most that
+        // stood a round: the bytes are read with a delivery rate an RTT
+        // old, and on a path that just got slower (200 to 50 Mbit/s) the
+        // queue's overflow read 464 KiB where a round had read 1.5 MiB, as
+        // the RTT reached 452 ms for the first time.
         let bdp = self.btl_bw.get().unwrap_or(0.0) * min_rtt.as_secs_f64();
         let below_deepest = self.deepest > 0.0
-            && self.deepest >= DEEP_QUEUE * bdp
-            && recent_queue < OVERFLOW_SHARE * self.deepest
+            && self.deepest >= super::DEEP_QUEUE * bdp
+            && recent_queue < super::OVERFLOW_SHARE * self.deepest
             && recent_most < self.deepest_rtt;
         let recovering = matches!(info.ca_state, CA_RECOVERY | CA_LOSS);
         let still_recovering = recovering && self.recovering;
@@ -695,8 +691,8 @@ impl Alone {
                 let queue = if below_deepest {
                     format!(
                         "with {} queued, where a round queued {}",
-                        show_bytes(bytes_capped(recent_queue, Bytes(u64::MAX))),
-                        show_bytes(bytes_capped(self.deepest, Bytes(u64::MAX)))
+                        show_size(recent_queue),
+                        show_size(self.deepest)
                     )
                 } else {
                     "with no queue".to_string()

@@ -33,8 +33,7 @@
 
 use super::steer::{Reading, State};
 use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS, RTT_FLOOR, Ramp};
-use crate::meter::{bytes_capped, show_bytes, show_rate};
-use crate::units::Bytes;
+use crate::meter::{show_rate, show_size};
 use std::time::Duration;
 
 /// The first ramp stops to look at a queue of this share of min-RTT
@@ -225,7 +224,7 @@ impl Auto {
             ride,
             format!(
                 "{reason}; the window {} once the recovery is over",
-                show_bytes(bytes_capped(window, Bytes(u64::MAX)))
+                show_size(window)
             ),
         )
     }

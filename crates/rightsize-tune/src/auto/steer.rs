@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::super::Decision;
-use super::super::meter::{scaled, show_ms, show_rate};
+use super::super::meter::{scaled, show_ms, show_rate, show_size};
 use super::*;
 
 /// How `startup` grows the window while the flow fills it.
@@ -133,10 +133,9 @@ pub(super) struct Reading {
 }
 
 impl Reading {
-    /// The queue the RTT shows, bytes: its time above min-RTT at the rate
-    /// that drains it.
+    /// The queue the RTT shows, bytes.
     pub(super) fn queued(&self) -> f64 {
-        self.rtt.saturating_sub(self.rt_prop).as_secs_f64() * self.rate
+        super::queue_bytes(self.rtt, self.rt_prop, self.rate)
     }
 }
 
@@ -688,8 +687,8 @@ impl Auto {
                 format!(
                     "loss with {} queued, where the path has queued {}: the path's; the window \
                      rides out a recovery; {}",
-                    show_bytes(bytes_capped(r.queued(), Bytes(u64::MAX))),
-                    show_bytes(bytes_capped(self.deepest_queue, Bytes(u64::MAX))),
+                    show_size(r.queued()),
+                    show_size(self.deepest_queue),
                     r.numbers
                 ),
             );

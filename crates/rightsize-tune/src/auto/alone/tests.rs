@@ -926,19 +926,21 @@ fn a_path_whose_rtt_falls_is_a_new_path_where_the_sender_starts_again_with_no_ce
 }
 
 /// The reason `auto` gives for a loss at 1,325 ms, after a queue of
-/// `deep_ms` above min-RTT stood for half a second and then one of
-/// `rtt_ms` for three rounds, at 20 Mbit/s with 350 segments (507 kB)
-/// in flight.
-fn loss_after_a_deep_queue(deep_ms: u32, rtt_ms: u32) -> String {
+/// `deep_ms` above min-RTT stood for half a second at 20 Mbit/s, then an
+/// RTT of `rtt_ms` at `rate_mbps` for three rounds, with 350 segments
+/// (507 kB) in flight.
+fn loss_after_a_deep_queue(deep_ms: u32, rtt_ms: u32, rate_mbps: u64) -> String {
     let (mut auto, base) = started();
-    let at = |rtt_ms| S {
+    let at = |rtt_ms, rate_mbps| S {
         unacked: 350,
         cwnd: 400,
+        rate_mbps,
         ..flowing(&base, rtt_ms)
     };
-    reasons_over(&mut auto, &at(100 + deep_ms), 500, 1000);
-    reasons_over(&mut auto, &at(rtt_ms), 1025, 1300);
-    let d = auto.on_event(&with_retrans(later(&at(rtt_ms), 1325).event(), 1448));
+    reasons_over(&mut auto, &at(100 + deep_ms, 20), 500, 1000);
+    reasons_over(&mut auto, &at(rtt_ms, rate_mbps), 1025, 1300);
+    let lost = later(&at(rtt_ms, rate_mbps), 1325);
+    let d = auto.on_event(&with_retrans(lost.event(), 1448));
     d.record.map(|r| r.reason).unwrap_or_default()
 }
 
@@ -947,19 +949,19 @@ fn a_loss_with_a_queue_under_half_the_deepest_is_the_paths() {
     // 20 Mbit/s x 100 ms: a queue of 100 ms holds 250 kB, one BDP. bbr's
     // own queue stands at +30% (75 kB) where the path queued 250 kB for a
     // whole round: a loss there overflowed nothing.
-    let reason = loss_after_a_deep_queue(100, 130);
+    let reason = loss_after_a_deep_queue(100, 130, 20);
     assert!(
         reason.contains("queued, where a round queued") && reason.contains("ride out a recovery"),
         "{reason}"
     );
     // At +80% (200 kB) it may be the queue's overflow: no ride-out.
-    let reason = loss_after_a_deep_queue(100, 180);
+    let reason = loss_after_a_deep_queue(100, 180, 20);
     assert!(!reason.contains("ride out"), "{reason}");
     // An RTT 400 ms up at the rate of before (a path that got slower, the
     // delivery rate an RTT behind) is no queue of 1 MB: no more than the
     // 257 kB in flight beyond rate x min-RTT. A loss at +80% may be its
     // overflow.
-    let reason = loss_after_a_deep_queue(400, 180);
+    let reason = loss_after_a_deep_queue(400, 180, 20);
     assert!(!reason.contains("ride out"), "{reason}");
 }
 
@@ -968,17 +970,7 @@ fn a_loss_with_an_rtt_beyond_any_that_stood_may_be_the_queues() {
     // After a queue of +100% (250 kB at 20 Mbit/s), the RTT climbs to
     // +150% while the delivery rate, an RTT old, reads 5 Mbit/s: 94 kB
     // by the bytes, but a queue deeper than any before. Not the path's.
-    let (mut auto, base) = started();
-    let at = |rtt_ms, rate_mbps| S {
-        unacked: 350,
-        cwnd: 400,
-        rate_mbps,
-        ..flowing(&base, rtt_ms)
-    };
-    reasons_over(&mut auto, &at(200, 20), 500, 1000);
-    reasons_over(&mut auto, &at(250, 5), 1025, 1300);
-    let d = auto.on_event(&with_retrans(later(&at(250, 5), 1325).event(), 1448));
-    let reason = d.record.map(|r| r.reason).unwrap_or_default();
+    let reason = loss_after_a_deep_queue(100, 250, 5);
     assert!(!reason.contains("ride out"), "{reason}");
 }
 
