@@ -107,7 +107,7 @@
 
 use std::time::Duration;
 
-use crate::auto::INITIAL_WINDOW;
+use crate::auto::{CwndFollower, INITIAL_WINDOW};
 use crate::meter::{
     LINUX_BUFFER_DOUBLING, WindowedMax, bytes_capped, micros, scaled, show_bytes, show_ms,
     show_rate, show_size,
@@ -138,25 +138,6 @@ const START_CWNDS: f64 = 1.5;
 const CWND_MARGIN: f64 = 1.0 / 8.0;
 /// The best delivery rate is taken over this long.
 const BW_WINDOW: Duration = Duration::from_secs(2);
-/// A congestion window of at most this many segments is a pause, not the
-/// flow's size: bbr's `PROBE_RTT` holds the window at four segments for
-/// 200 ms and a round trip every ten seconds, then gives back the one
-/// before (and a timeout restarts from one). The allowance then keeps the
-/// largest window of the last [`CWND_MEMORY`]. Followed down to it, the
-/// buffer came down to 96 KiB, and the flow waited for the next samples
-/// to raise it again (curl behind bbr on 200 Mbit/s x 100 ms: four
-/// segments in flight for 0.4 s where the kernel's buffer let the flow go
-/// on at once, measured).
-const PAUSE_SEGMENTS: u64 = 4;
-const CWND_MEMORY: Duration = Duration::from_millis(600);
-/// Otherwise the allowance follows the window down at once to no less
-/// than this share of that largest window (reno halves its window at a
-/// loss, cubic keeps 0.7 of it), and further only once the larger window
-/// is [`CWND_MEMORY`] old: bbr's window dips for a moment as a recovery
-/// ends (1,969 segments, then about 180, then 955 and 1,834 within
-/// 0.2 s), and followed down the buffer came down to 217 KiB and the flow
-/// to 61 Mbit/s for 0.1 s (globus-url-copy behind bbr, measured).
-const CWND_FALL: f64 = 0.5;
 /// Payload per byte of send-buffer read-back before anything is learnt
 /// (the rest is `sk_buff` overhead; large segments, as TSO and GSO build
 /// them, carry little). The largest seen since is kept: a buffer the
@@ -413,8 +394,8 @@ pub struct Alone {
     /// exceed the new buffer for a while, and shows no ratio.
     shrunk_at: Option<Duration>,
     btl_bw: WindowedMax,
-    /// The largest congestion window of the last [`CWND_MEMORY`], bytes.
-    recent_cwnd: WindowedMax,
+    /// The congestion window, as the buffer follows it.
+    cwnd_seen: CwndFollower,
     min_rtt: Option<Duration>,
     /// The kernel's `min_rtt` when min-RTT last started again: it keeps
     /// its least for minutes, so readings up to it are stale.
@@ -463,7 +444,7 @@ impl Alone {
             beyond: false,
             shrunk_at: None,
             btl_bw: WindowedMax::new(BW_WINDOW),
-            recent_cwnd: WindowedMax::new(CWND_MEMORY),
+            cwnd_seen: CwndFollower::new(),
             min_rtt: None,
             stale_min_rtt: None,
             stood: None,
@@ -712,9 +693,9 @@ impl Alone {
             notes.push(format!("no loss for {QUIET_ROUNDS} rounds"));
         }
         let cwnd = info.snd_cwnd_bytes() as f64;
-        self.recent_cwnd.update(at, cwnd);
-        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
         let mss = u64::from(info.snd_mss_bytes.max(1));
+        let followed = self.cwnd_seen.see(at, cwnd, mss);
+        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
         let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
         let payload = self.request.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio;
         let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;
@@ -905,13 +886,7 @@ impl Alone {
             } else {
                 f64::INFINITY
             };
-            // The largest of the last CWND_MEMORY, this sample's included.
-            let recent = self.recent_cwnd.get().unwrap_or(cwnd);
-            let follow = if cwnd <= (PAUSE_SEGMENTS * mss) as f64 {
-                recent
-            } else {
-                cwnd.max(CWND_FALL * recent)
-            } * (1.0 + CWND_MARGIN);
+            let follow = followed * (1.0 + CWND_MARGIN);
             if grow {
                 notes.push(format!(
                     "the send buffer held the flow back and the queue emptied: x{GROWTH} beyond rate {} x min-RTT {}",

@@ -9,7 +9,12 @@
 //! may be ahead of what the flow carries (a receiver opens it a few times
 //! ahead in a startup, and the congestion controller may have left slow
 //! start early), and the bytes in flight never exceed the congestion
-//! window. Whenever `tcpi_sndbuf_limited` shows the buffer stopped the
+//! window. A congestion window of four segments (bbr's `PROBE_RTT`, every
+//! ten seconds) is a pause, and one that falls below half the largest of
+//! the last 600 ms is followed only once that one is older (a sender
+//! alone's rule too): followed at once, the buffer fell from 11.98 MB to
+//! 128 KiB in a `PROBE_RTT` and held the flow's 5 MiB window back at its
+//! end (bbr with 0.01% loss on 200 Mbit/s x 100 ms, measured). Whenever `tcpi_sndbuf_limited` shows the buffer stopped the
 //! sender while the receiver's window did not, the request grows by half
 //! over that, for the rest of the connection.
 //!
@@ -23,7 +28,7 @@
 
 use std::time::Duration;
 
-use crate::auto::INITIAL_WINDOW;
+use crate::auto::{CwndFollower, INITIAL_WINDOW};
 use crate::meter::{LINUX_BUFFER_DOUBLING, bytes_capped, micros, scaled, show_bytes, show_rate};
 use crate::tcpinfo::TcpInfoSample;
 use crate::units::Bytes;
@@ -63,8 +68,10 @@ pub struct Follower {
     last_change: Duration,
     /// The pacing ceiling asked for and set, bits per second.
     pace: Option<u64>,
-    /// The congestion window at the last sample, bytes.
+    /// The congestion window at the last sample as the buffer follows it
+    /// (not down to a pause or a dip), bytes.
     cwnd: Option<Bytes>,
+    cwnd_seen: CwndFollower,
     /// The request is this many times the smaller of the windows: grown
     /// each time the buffer stopped the sender.
     boost: f64,
@@ -84,6 +91,7 @@ impl Follower {
             last_change: Duration::ZERO,
             pace: None,
             cwnd: None,
+            cwnd_seen: CwndFollower::new(),
             boost: 1.0,
         }
     }
@@ -185,7 +193,9 @@ impl Follower {
         }
         let cwnd = u64::from(info.snd_cwnd_segs) * u64::from(info.snd_mss_bytes);
         let follow = if cwnd > 0 {
-            self.cwnd = Some(Bytes(cwnd));
+            let mss = u64::from(info.snd_mss_bytes.max(1));
+            let followed = self.cwnd_seen.see(sample.at, cwnd as f64, mss);
+            self.cwnd = Some(bytes_capped(followed, Bytes(u64::MAX)));
             self.follow(sample.at, |want| {
                 format!(
                     "congestion window {}: send buffer in step, {}",

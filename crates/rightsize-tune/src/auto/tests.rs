@@ -496,15 +496,19 @@ fn a_following_sender_holds_no_more_than_its_congestion_window_needs() {
         auto.on_event(&sender_cwnd_sample(120, 2_000)).actions,
         vec![Action::SetSndBuf(Bytes(2_000_000))]
     );
-    // A congestion window halved by a loss leaves it (no churn); one that
-    // fell below half of it takes it down.
-    assert!(
-        auto.on_event(&sender_cwnd_sample(170, 1_000))
-            .actions
-            .is_empty()
-    );
+    // A congestion window halved by a loss leaves it (no churn); bbr's
+    // `PROBE_RTT` (four segments) is a pause; one that fell below half of
+    // it takes it down once the larger window is 600 ms old.
+    for (at, cwnd) in [(170, 1_000), (220, 4), (270, 600), (700, 600)] {
+        assert!(
+            auto.on_event(&sender_cwnd_sample(at, cwnd))
+                .actions
+                .is_empty(),
+            "{at} ms"
+        );
+    }
     assert_eq!(
-        auto.on_event(&sender_cwnd_sample(220, 600)).actions,
+        auto.on_event(&sender_cwnd_sample(800, 600)).actions,
         vec![Action::SetSndBuf(Bytes(868_800))]
     );
 }
@@ -796,6 +800,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
         rwnd_share: None,
         sndbuf_share: None,
         loss,
+        unconfirmed_loss: false,
         rcv_wnd: None,
         rcv_ssthresh: None,
         buffers: Some(BufferReading {
