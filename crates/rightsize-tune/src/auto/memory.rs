@@ -146,7 +146,7 @@ impl Memory {
     /// else of the sample.
     pub fn observe(&mut self, view: &View) {
         self.now = view.at;
-        if view.loss {
+        if view.behind_a_hole() {
             self.last_loss = Some(view.at);
         }
         if let Some(now) = view.rcv_ssthresh {
@@ -160,7 +160,7 @@ impl Memory {
     /// No loss in this sample or the [`SHRINK_AFTER_RTTS`] before it: the
     /// out-of-order segments of a recovery no longer hold the buffer.
     fn quiet(&self, view: &View) -> bool {
-        !view.loss && self.no_loss_for(view.rtt.unwrap_or_default())
+        !view.behind_a_hole() && self.no_loss_for(view.rtt.unwrap_or_default())
     }
 
     /// No loss seen in the last [`SHRINK_AFTER_RTTS`] of `rtt`.

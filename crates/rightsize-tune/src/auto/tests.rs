@@ -815,47 +815,56 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
 
 #[test]
 fn memory_comes_down_two_rtts_after_the_window_and_never_during_a_loss() {
-    let mut memory = Memory::new(crate::tests::ctx(Role::Receiver, Peer::Rightsize));
-    let (big, small) = (Bytes(2_000_000), Bytes(500_000));
-    memory.observe(&memory_view(0, 0, false));
-    let grown = memory.actions(big, true);
-    let Action::SetRcvBuf(held) = grown[0] else {
-        panic!("{grown:?}")
-    };
-    // The window shrinks at 1 s: the clamp now, the memory not yet.
-    memory.observe(&memory_view(1_000, 2_000_000, false));
-    assert_eq!(
-        memory.actions(small, false),
-        [Action::SetWindowClamp(small)]
-    );
-    let check = |memory: &mut Memory, at_ms, loss| {
-        let view = memory_view(at_ms, 500_000, loss);
-        memory.observe(&view);
-        memory.check(&view, small, ms(1_000), "drain")
-    };
-    assert!(check(&mut memory, 1_100, false).actions.is_empty());
-    // A loss 150 ms in: out-of-order segments may fill the old buffer.
-    assert!(check(&mut memory, 1_150, true).actions.is_empty());
-    assert!(check(&mut memory, 1_300, false).actions.is_empty());
-    // Two RTTs after the loss, and after the cut: down to the window's need.
-    let released = check(&mut memory, 1_350, false);
-    let [Action::SetRcvBuf(now)] = released.actions[..] else {
-        panic!("{released:?}")
-    };
-    // The kernel doubles a request: twice it still carries the window.
-    assert!(
-        now < held && 2 * now.get() > 500_000,
-        "{now:?} after {held:?}"
-    );
-    assert!(
-        released
-            .record
-            .unwrap()
-            .reason
-            .contains("no loss since: memory down to")
-    );
-    // Once down, nothing more.
-    assert!(check(&mut memory, 1_500, false).actions.is_empty());
+    // The loss read from the sender's retransmissions, or from
+    // out-of-order arrivals it has not confirmed yet: either way segments
+    // wait behind a hole.
+    for unconfirmed in [false, true] {
+        let mut memory = Memory::new(crate::tests::ctx(Role::Receiver, Peer::Rightsize));
+        let (big, small) = (Bytes(2_000_000), Bytes(500_000));
+        memory.observe(&memory_view(0, 0, false));
+        let grown = memory.actions(big, true);
+        let Action::SetRcvBuf(held) = grown[0] else {
+            panic!("{grown:?}")
+        };
+        // The window shrinks at 1 s: the clamp now, the memory not yet.
+        memory.observe(&memory_view(1_000, 2_000_000, false));
+        assert_eq!(
+            memory.actions(small, false),
+            [Action::SetWindowClamp(small)]
+        );
+        let check = |memory: &mut Memory, at_ms, loss: bool| {
+            let mut view = memory_view(at_ms, 500_000, loss && !unconfirmed);
+            view.unconfirmed_loss = loss && unconfirmed;
+            memory.observe(&view);
+            memory.check(&view, small, ms(1_000), "drain")
+        };
+        assert!(check(&mut memory, 1_100, false).actions.is_empty());
+        // A loss 150 ms in: out-of-order segments may fill the old buffer.
+        assert!(check(&mut memory, 1_150, true).actions.is_empty());
+        assert!(
+            check(&mut memory, 1_300, false).actions.is_empty(),
+            "unconfirmed: {unconfirmed}"
+        );
+        // Two RTTs after the loss, and after the cut: down to the window's need.
+        let released = check(&mut memory, 1_350, false);
+        let [Action::SetRcvBuf(now)] = released.actions[..] else {
+            panic!("{released:?}")
+        };
+        // The kernel doubles a request: twice it still carries the window.
+        assert!(
+            now < held && 2 * now.get() > 500_000,
+            "{now:?} after {held:?}"
+        );
+        assert!(
+            released
+                .record
+                .unwrap()
+                .reason
+                .contains("no loss since: memory down to")
+        );
+        // Once down, nothing more.
+        assert!(check(&mut memory, 1_500, false).actions.is_empty());
+    }
 }
 
 #[test]
