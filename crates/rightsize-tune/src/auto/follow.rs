@@ -14,9 +14,10 @@
 //! the last 600 ms is followed only once that one is older (a sender
 //! alone's rule too): followed at once, the buffer fell from 11.98 MB to
 //! 128 KiB in a `PROBE_RTT` and held the flow's 5 MiB window back at its
-//! end (bbr with 0.01% loss on 200 Mbit/s x 100 ms, measured). Whenever `tcpi_sndbuf_limited` shows the buffer stopped the
-//! sender while the receiver's window did not, the request grows by half
-//! over that, for the rest of the connection.
+//! end (bbr with 0.01% loss on 200 Mbit/s x 100 ms, measured). Whenever
+//! `tcpi_sndbuf_limited` shows the buffer stopped the sender while the
+//! receiver's window did not, the request grows by half over that, for
+//! the rest of the connection.
 //!
 //! When the receiver asks for a pacing ceiling (the `pace` fact, from its
 //! packet-train capacity estimate), the sender sets `SO_MAX_PACING_RATE`
