@@ -341,6 +341,7 @@ impl CwndFollower {
         }
     }
 }
+
 /// At a full window, a standing queue below this multiple of the headroom
 /// is the window's own: a loss there means the bottleneck queue could not
 /// hold the headroom and the bursts on top of it (measured on the shallow

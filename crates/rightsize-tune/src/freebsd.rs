@@ -184,7 +184,7 @@ impl FreeBsd {
             return self.missing("TCP_INFO lacks snd_wnd (5.4) or notsent_bytes (4.6)");
         };
         let snd_wnd = u64::from(snd_wnd);
-        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
+        let inflight = info.inflight_bytes();
         let queued = inflight.saturating_add(u64::from(notsent));
         let hiwat = self.hiwat.get();
         let peer_can_take = snd_wnd / 4 * 5 >= hiwat;

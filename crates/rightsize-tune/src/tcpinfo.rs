@@ -207,6 +207,11 @@ impl TcpInfoSample {
     pub fn snd_cwnd_bytes(&self) -> u64 {
         u64::from(self.snd_cwnd_segs) * u64::from(self.snd_mss_bytes)
     }
+
+    /// The bytes in flight (`unacked_segs * snd_mss_bytes`).
+    pub fn inflight_bytes(&self) -> u64 {
+        u64::from(self.unacked_segs) * u64::from(self.snd_mss_bytes)
+    }
 }
 
 /// Converts a kernel rate in bytes per second to bits per second, keeping

@@ -87,9 +87,9 @@
 //!   above min-RTT times the delivery rate, at most what is in flight
 //!   beyond rate x min-RTT: a drop-tail queue overflows at the same bytes
 //!   at any rate; bbr's own queue stands below that) and an RTT below the
-//!   most that stood a round, is the path's: for [`QUIET_ROUNDS`] after it `A` is at least
-//!   [`RIDE_OUT_BDPS`] x rate x min-RTT, so that the flow goes on through
-//!   a recovery.
+//!   most that stood a round, is the path's: for [`QUIET_ROUNDS`] after
+//!   it `A` is at least [`RIDE_OUT_BDPS`] x rate x min-RTT, so that the
+//!   flow goes on through a recovery.
 //! - While the kernel recovers from a loss (`tcpi_ca_state` Recovery or
 //!   Loss), `A` does not come down: the buffer holds everything from the
 //!   first hole on, and a recovery with nothing new to send learns of
@@ -497,8 +497,9 @@ impl Alone {
         if readback == 0 {
             return None;
         }
-        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
-        let queued = inflight.saturating_add(u64::from(info.notsent_bytes.unwrap_or(0)));
+        let queued = info
+            .inflight_bytes()
+            .saturating_add(u64::from(info.notsent_bytes.unwrap_or(0)));
         let seen = (queued as f64 / readback as f64).min(MAX_RATIO);
         if seen <= self.ratio || seen < MIN_RATIO {
             return None;
@@ -625,12 +626,8 @@ impl Alone {
             .flatten()
             .fold(rtt, Duration::max);
         let rate = info.delivery_rate_bps.map_or(0.0, |bps| bps as f64 / 8.0);
-        let queue_now = queued(
-            rtt,
-            min_rtt,
-            rate,
-            f64::from(info.unacked_segs) * f64::from(info.snd_mss_bytes),
-        );
+        let inflight = info.inflight_bytes();
+        let queue_now = queued(rtt, min_rtt, rate, inflight as f64);
         let recent_queue = queue_now
             .max(self.round.most_queue)
             .max(self.last_round_queue);
@@ -695,7 +692,6 @@ impl Alone {
         let cwnd = info.snd_cwnd_bytes() as f64;
         let mss = u64::from(info.snd_mss_bytes.max(1));
         let followed = self.cwnd_seen.see(at, cwnd, mss);
-        let inflight = u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes);
         let unsent = u64::from(info.notsent_bytes.unwrap_or(0)) as f64;
         let payload = self.request.get() as f64 * LINUX_BUFFER_DOUBLING as f64 * self.ratio;
         let room = cwnd >= inflight as f64 * (1.0 + CWND_ROOM) + (ROOM_SEGMENTS * mss) as f64;

@@ -192,7 +192,7 @@ impl Follower {
         if let Some(rtt) = micros(info.rtt_us) {
             self.rtt = Some(rtt);
         }
-        let cwnd = u64::from(info.snd_cwnd_segs) * u64::from(info.snd_mss_bytes);
+        let cwnd = info.snd_cwnd_bytes();
         let follow = if cwnd > 0 {
             let mss = u64::from(info.snd_mss_bytes.max(1));
             let followed = self.cwnd_seen.see(sample.at, cwnd as f64, mss);

@@ -354,7 +354,7 @@ impl Observer {
             rcv_ssthresh = Some(u64::from(info.rcv_ssthresh_bytes)).filter(|&b| b > 0);
             match self.role {
                 Role::Sender => {
-                    inflight = Some(u64::from(info.unacked_segs) * u64::from(info.snd_mss_bytes));
+                    inflight = Some(info.inflight_bytes());
                     let own = PeerInfo::from_tcp_info(info);
                     let rtt = own.rtt_us.and_then(micros);
                     if let Some(rtt) = rtt {
