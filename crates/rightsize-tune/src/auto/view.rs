@@ -102,7 +102,7 @@ impl View {
     /// the kernel advertises says nothing of the memory (read as if it
     /// did while the sender's reports had not yet confirmed the loss
     /// behind bbr with random losses, 0.376 per byte raised the buffer
-    /// from 10.4 to 18.1 MB, measured).
+    /// from 10.9 to 18.1 MB, measured).
     pub fn behind_a_hole(&self) -> bool {
         self.loss || self.unconfirmed_loss
     }
