@@ -345,16 +345,98 @@ fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standin
     assert_eq!(sndbufs(&d), vec![937_500]);
     // A round in which the congestion window had room beyond what was in
     // flight and nothing waited unsent, and the RTT came down to 103 ms:
-    // the bottleneck idled behind the buffer. x1.25.
+    // the bottleneck idled behind the buffer. The rate is found: a probe
+    // of x17/16.
     auto.on_event(&at(250, 103, 3000).event());
     let d = auto.on_event(&at(300, 120, 3000).event());
-    assert_eq!(sndbufs(&d), vec![1_171_875]);
+    assert_eq!(sndbufs(&d), vec![996_094]);
     assert!(d.record.unwrap().reason.contains("the queue emptied"));
     // A round whose least RTT stayed at 130 ms: back by 7/8.
     auto.on_event(&at(350, 140, 3000).event());
     let d = auto.on_event(&at(400, 130, 3000).event());
-    assert_eq!(sndbufs(&d), vec![1_025_391]);
+    assert_eq!(sndbufs(&d), vec![871_582]);
     assert!(d.record.unwrap().reason.contains("a queue stood all round"));
+}
+
+/// A sender bounded at 1 MB (80 Mbit/s x 100 ms), whose buffer then holds
+/// the flow back with no queue, round after round (100 ms), at the rates
+/// `rates` gives each round. The requests made, one per round.
+fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
+    let mut auto = alone();
+    let at = |at_ms: u64, rtt_ms: u32, cwnd: u32, rate_mbps: u64| S {
+        at_ms,
+        cwnd,
+        unacked: 690,
+        rtt_ms,
+        busy_ms: at_ms,
+        sndbuf_ms: 0,
+        rate_mbps,
+        sndbuf: 4_000_000,
+    };
+    auto.on_event(&at(0, 100, 700, 80).event());
+    auto.on_event(&at(100, 150, 700, 80).event());
+    let d = auto.on_event(&at(200, 120, 700, 80).event());
+    assert_eq!(sndbufs(&d), vec![937_500]);
+    (1..=8u64)
+        .map(|round| {
+            let t = 200 + round * 100;
+            auto.on_event(&at(t - 50, 101, 3000, rates(round)).event());
+            let d = auto.on_event(&at(t, 101, 3000, rates(round)).event());
+            let reason = d
+                .record
+                .as_ref()
+                .map_or(String::new(), |r| r.reason.clone());
+            (sndbufs(&d), reason)
+        })
+        .collect()
+}
+
+#[test]
+fn once_the_rate_is_found_a_probe_that_leaves_the_rate_is_undone_and_one_that_raises_it_doubles() {
+    // The path is full: the rate stays at 80 Mbit/s. The probe of x17/16
+    // is undone two rounds later, and the next waits four rounds.
+    let full = probed(|_| 80);
+    let requests: Vec<Vec<u64>> = full.iter().map(|(r, _)| r.clone()).collect();
+    assert_eq!(
+        requests,
+        vec![
+            vec![996_094],
+            vec![],
+            vec![937_500],
+            vec![],
+            vec![],
+            vec![],
+            vec![996_094],
+            vec![]
+        ],
+        "{full:?}"
+    );
+    assert!(full[2].1.contains("the path is full"), "{full:?}");
+    // The rate follows the buffer: each probe raised it by more than half
+    // its step, so each next one is twice as large, up to x1.25.
+    let mut rate = 80.0;
+    let rates: Vec<u64> = (0..=8)
+        .map(|round| {
+            if round % 2 == 1 {
+                rate *= 1.25;
+            }
+            rate as u64
+        })
+        .collect();
+    let climbing = probed(|round| rates[round as usize]);
+    let grown: Vec<u64> = climbing
+        .iter()
+        .filter_map(|(r, _)| r.first().copied())
+        .collect();
+    assert_eq!(grown.len(), 4, "{climbing:?}");
+    let steps: Vec<f64> = grown
+        .windows(2)
+        .map(|w| w[1] as f64 / w[0] as f64)
+        .collect();
+    assert!(
+        steps.iter().all(|&s| s > 1.15) && steps.windows(2).all(|w| w[1] >= w[0]),
+        "{steps:?}: {climbing:?}"
+    );
 }
 
 #[test]
@@ -396,40 +478,45 @@ fn a_buffer_that_holds_the_flow_back_below_the_congestion_windows_need_grows_it_
     // buffer that holds the flow back it stays, so following it alone
     // would keep the flow at 25 Mbit/s on a 100 Mbit/s path for good.
     let mut auto = alone();
-    // 125 kB in flight, in a congestion window of 145 kB.
-    let at = |at_ms: u64, rtt_ms: u32, sndbuf_ms: u64| S {
+    // 125 kB in flight at 10 Mbit/s, in a congestion window of 145 kB;
+    // both grow with the rate.
+    let at = |at_ms: u64, rtt_ms: u32, sndbuf_ms: u64, rate_mbps: u64| S {
         at_ms,
-        cwnd: 100,
-        unacked: 86,
+        cwnd: 100 * rate_mbps as u32 / 10,
+        unacked: 86 * rate_mbps as u32 / 10,
         rtt_ms,
         busy_ms: at_ms,
         sndbuf_ms,
-        rate_mbps: 10,
+        rate_mbps,
         sndbuf: 300_000,
     };
-    auto.on_event(&at(0, 100, 0).event());
+    auto.on_event(&at(0, 100, 0, 10).event());
     // A loss-free RTT inflation, and a round with no growth of the rate,
     // bound it (10 Mbit/s x 100 ms = 125 kB).
-    auto.on_event(&at(100, 150, 0).event());
-    let first = sndbufs(&auto.on_event(&at(200, 150, 0).event()));
+    auto.on_event(&at(100, 150, 0, 10).event());
+    let first = sndbufs(&auto.on_event(&at(200, 150, 0, 10).event()));
     assert_eq!(first.len(), 1, "{first:?}");
     let mut last = first[0];
+    let mut grew = 0;
     // Rounds in which the buffer held the flow back (sndbuf_limited grew)
-    // and the queue emptied: the request grows each round.
-    for round in 1..=3u64 {
+    // and the queue emptied, and the rate grew with the buffer: at the end
+    // of each round the request is larger than at the end of the last.
+    for round in 1..=8u64 {
         let t = 200 + round * 100;
-        auto.on_event(&at(t - 50, 100, round * 50).event());
-        let d = auto.on_event(&at(t, 101, round * 50 + 40).event());
-        let now = sndbufs(&d);
-        assert_eq!(now.len(), 1, "round {round}: {d:?}");
-        assert!(
-            now[0] > last,
-            "round {round}: {} after {last}: {:?}",
-            now[0],
-            d.record
-        );
-        last = now[0];
+        let rate = 10 + 2 * round;
+        auto.on_event(&at(t - 50, 100, round * 50, rate).event());
+        let d = auto.on_event(&at(t, 101, round * 50 + 40, rate).event());
+        if let Some(&now) = sndbufs(&d).first() {
+            assert!(
+                now > last,
+                "round {round}: {now} after {last}: {:?}",
+                d.record
+            );
+            last = now;
+            grew += 1;
+        }
     }
+    assert!(grew >= 4, "{grew} times, to {last}");
 }
 
 /// The sender alone (`auto`) and the kernel over `seconds` of the deep
