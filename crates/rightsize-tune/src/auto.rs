@@ -251,6 +251,12 @@ const OVERSHOOT: f64 = 1.0 / 8.0;
 const DRAIN_RTTS: f64 = 3.0;
 /// ... for at most this many rounds while the RTT keeps falling.
 const DRAIN_ROUNDS: u32 = 4;
+/// In a drain, the RTT is level while it stays within this share of
+/// where it last moved to ...
+const FLAT: f64 = 1.0 / 16.0;
+/// ... and the bottleneck idles once the flow delivers this share less
+/// than the bottleneck did while a queue kept it busy.
+const IDLE: f64 = 1.0 / 8.0;
 /// The RTT "stayed" when its least during a drain round is above this
 /// share of where it began.
 const RTT_STAYED: f64 = 0.95;

@@ -72,6 +72,10 @@ pub(super) struct DrainCheck {
     /// The RTT when the drain began, and the least since.
     pub(super) start_rtt: Duration,
     pub(super) min_rtt: Duration,
+    /// The RTT when the drain began (its first round's `start_rtt`).
+    pub(super) began_rtt: Duration,
+    /// The RTT when it last moved by more than [`FLAT`], and when.
+    pub(super) flat: (Duration, Duration),
     /// Rounds of [`DRAIN_RTTS`] so far.
     pub(super) rounds: u32,
 }
@@ -289,6 +293,8 @@ impl Auto {
                         busy: None,
                         start_rtt: r.rtt,
                         min_rtt: r.rtt,
+                        began_rtt: r.rtt,
+                        flat: (r.rtt, r.at),
                         rounds: 1,
                     });
                     // The window is sized from the bottleneck's best rate
@@ -343,6 +349,10 @@ impl Auto {
             }
             State::Drain(mut check) => {
                 check.min_rtt = check.min_rtt.min(r.rtt);
+                let level = check.flat.0.as_secs_f64();
+                if (r.rtt.as_secs_f64() - level).abs() > level * FLAT {
+                    check.flat = (r.rtt, r.at);
+                }
                 let recovering = self.in_loss_episode(r);
                 // Only a reading with the RTT higher than the last one's is
                 // of a bottleneck kept busy by a queue still filling. While
@@ -361,6 +371,33 @@ impl Auto {
                 }
                 let busy = check.busy.map(|(rate, _)| rate);
                 self.state = State::Drain(check);
+                // Behind a rightsize sender, whose reports carry its
+                // delivery rate, the queue is gone once the bottleneck
+                // idles: the flow delivers well below the rate it had while
+                // the queue kept it busy, and the RTT, fallen since the
+                // drain began but still inflated, has stayed level for an
+                // RTT. That RTT is the path's. Waiting for the rounds
+                // instead, the flow on a path that went from 200 Mbit/s x
+                // 100 ms to 50 Mbit/s x 160 ms ran at two thirds of 50
+                // Mbit/s for 1.5 to 1.9 s, its window sized by the old
+                // min-RTT (measured). Alone, the rate is a goodput over two
+                // RTTs that still falls with the path's while a full queue
+                // holds the RTT level: read so from vsftpd, the RTT of a
+                // full queue (423 ms) passed for the path's, and the
+                // receive buffer peaked at 16 MB (measured).
+                let fallen =
+                    r.rtt.as_secs_f64() < check.began_rtt.as_secs_f64() * (1.0 - INFLATION);
+                if let Some(busy) = busy
+                    && !self.alone
+                    && fallen
+                    && r.inflated
+                    && !recovering
+                    && r.rate < busy * (1.0 - IDLE)
+                    && r.at >= check.flat.1.saturating_add(r.rtt)
+                {
+                    check.min_rtt = check.flat.0.min(r.rtt);
+                    return self.rtt_rose(r, check, busy, "while the bottleneck idled");
+                }
                 // The rate lags a slower path: follow it down, to what the
                 // busy bottleneck delivers.
                 let follow = busy.map(|busy| self.target(busy, r.rt_prop));
@@ -432,21 +469,7 @@ impl Auto {
                         format!("the queue does not drain further; {}", r.numbers),
                     );
                 }
-                // The path's RTT rose. Its rate is what the busy bottleneck
-                // delivered (it may have fallen too), never more than before.
-                let rate = busy.unwrap_or(r.rate).min(check.bw_before);
-                self.obs.reset_rt_prop(check.min_rtt);
-                self.obs.reset_btl_bw(r.at, rate);
-                self.best.reset(r.at, rate);
-                self.retarget(
-                    r.at,
-                    rate * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
-                    format!(
-                        "RTT stayed at {} with a smaller window: the path's RTT rose; rate {}",
-                        show_ms(check.min_rtt),
-                        show_rate(rate)
-                    ),
-                )
+                self.rtt_rose(r, check, busy.unwrap_or(r.rate), "with a smaller window")
             }
             State::StepAside => {
                 if r.at.saturating_sub(self.last_loss) >= scaled(r.rt_prop, QUIET_RTTS) {
@@ -743,6 +766,26 @@ impl Auto {
             format!(
                 "{RANDOM_LOSSES} losses no queue explains: congested path, step aside; {}",
                 r.numbers
+            ),
+        )
+    }
+
+    /// Ends a drain that showed the path's RTT rose to the drain's least,
+    /// `why`. The path's rate is what the busy bottleneck delivered,
+    /// `busy` (it may have fallen too), never more than before.
+    fn rtt_rose(&mut self, r: &Reading, check: DrainCheck, busy: f64, why: &str) -> Decision {
+        self.state = State::Cruise;
+        let rate = busy.min(check.bw_before);
+        self.obs.reset_rt_prop(check.min_rtt);
+        self.obs.reset_btl_bw(r.at, rate);
+        self.best.reset(r.at, rate);
+        self.retarget(
+            r.at,
+            rate * check.min_rtt.as_secs_f64() * (1.0 + self.headroom),
+            format!(
+                "RTT stayed at {} {why}: the path's RTT rose; rate {}",
+                show_ms(check.min_rtt),
+                show_rate(rate)
             ),
         )
     }

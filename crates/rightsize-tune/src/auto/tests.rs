@@ -211,6 +211,40 @@ fn a_changing_path_is_followed_with_a_third_of_the_memory() {
 }
 
 #[test]
+fn a_path_that_gets_slower_and_longer_is_read_once_its_queue_is_gone() {
+    // As the benchmark's changing path: 200 Mbit/s x 100 ms, then 50
+    // Mbit/s x 160 ms with the queue it had. The drain cuts the window
+    // to the new rate x the old min-RTT; once the queue is gone (0.4 s
+    // after the cut) the bottleneck idles at a level RTT, which is the
+    // path's. Read by drain rounds of three RTTs instead, at 13.1 s.
+    let mut s = Scenario::benchmark("auto", 1.0);
+    s.seconds = 20.0;
+    let queue_bytes = s.path.queue_bytes;
+    s.changes = vec![(
+        10.0,
+        Path {
+            rate_bps: 50e6,
+            base_rtt: 0.16,
+            queue_bytes,
+            loss: 0.0,
+        },
+    )];
+    let auto = run(&s);
+    let rose = auto
+        .log
+        .iter()
+        .find(|l| l.at > 10.0 && l.reason.contains("the path's RTT rose"))
+        .map(|l| l.at);
+    let during = auto.goodput_between(12.0, 20.0);
+    let rate = 50e6 / 8.0 * 1448.0 / 1500.0;
+    assert!(
+        rose.is_some_and(|at| at < 12.25) && during >= 0.95 * rate,
+        "the RTT rose read at {rose:?} s; {:.1} Mbit/s from 12 s",
+        mbps(during)
+    );
+}
+
+#[test]
 fn random_loss_makes_it_step_aside() {
     let (mut auto_total, mut fixed_total) = (0.0, 0.0);
     for seed in 1..=4 {
