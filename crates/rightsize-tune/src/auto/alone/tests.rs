@@ -358,30 +358,45 @@ fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standin
     assert!(d.record.unwrap().reason.contains("a queue stood all round"));
 }
 
-/// A sender bounded at 1 MB (80 Mbit/s x 100 ms), whose buffer then holds
-/// the flow back with no queue, round after round (100 ms), at the rates
-/// `rates` gives each round. The requests made, one per round.
-fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
+/// A sender whose RTT inflated with 690 segments in flight at 80 Mbit/s,
+/// and whose rate then did not grow for a round: bounded at 1 MB (80
+/// Mbit/s x 100 ms). Its last sample, at 200 ms.
+fn bounded_at_1mb() -> (Alone, S) {
     let mut auto = alone();
-    let at = |at_ms: u64, rtt_ms: u32, cwnd: u32, rate_mbps: u64| S {
+    let at = |at_ms: u64, rtt_ms: u32| S {
         at_ms,
-        cwnd,
+        cwnd: 690,
         unacked: 690,
         rtt_ms,
         busy_ms: at_ms,
         sndbuf_ms: 0,
-        rate_mbps,
+        rate_mbps: 80,
         sndbuf: 4_000_000,
     };
-    auto.on_event(&at(0, 100, 700, 80).event());
-    auto.on_event(&at(100, 150, 700, 80).event());
-    let d = auto.on_event(&at(200, 120, 700, 80).event());
+    auto.on_event(&at(0, 100).event());
+    auto.on_event(&at(100, 150).event());
+    let d = auto.on_event(&at(200, 120).event());
     assert_eq!(sndbufs(&d), vec![937_500]);
+    (auto, at(200, 120))
+}
+
+/// A sender bounded at 1 MB (80 Mbit/s x 100 ms), whose buffer then holds
+/// the flow back with no queue, round after round (100 ms), at the rates
+/// `rates` gives each round. The requests made, one per round.
+fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
+    let (mut auto, base) = bounded_at_1mb();
+    let at = |at_ms: u64, rate_mbps: u64| S {
+        cwnd: 3000,
+        unacked: 690,
+        rtt_ms: 101,
+        rate_mbps,
+        ..later(&base, at_ms)
+    };
     (1..=8u64)
         .map(|round| {
             let t = 200 + round * 100;
-            auto.on_event(&at(t - 50, 101, 3000, rates(round)).event());
-            let d = auto.on_event(&at(t, 101, 3000, rates(round)).event());
+            auto.on_event(&at(t - 50, rates(round)).event());
+            let d = auto.on_event(&at(t, rates(round)).event());
             let reason = d
                 .record
                 .as_ref()
@@ -444,22 +459,15 @@ fn the_bound_follows_a_rate_that_fell_with_no_queue() {
     // After its slow start's loss the sender's own window halves its rate:
     // once the best rate's window lets the old rate go, the bound is the
     // new rate x min-RTT, not the old one.
-    let mut auto = alone();
+    // Bounded at 1 MB (80 Mbit/s x 100 ms), the flow at 1 MB.
+    let (mut auto, base) = bounded_at_1mb();
     let at = |at_ms: u64, rtt_ms: u32, segs: u32, rate_mbps: u64| S {
-        at_ms,
         cwnd: segs,
         unacked: segs,
         rtt_ms,
-        busy_ms: at_ms,
-        sndbuf_ms: 0,
         rate_mbps,
-        sndbuf: 4_000_000,
+        ..later(&base, at_ms)
     };
-    auto.on_event(&at(0, 100, 690, 80).event());
-    auto.on_event(&at(100, 150, 690, 80).event());
-    // Bounded at 1 MB (80 Mbit/s x 100 ms), the flow at 1 MB.
-    let d = auto.on_event(&at(200, 120, 690, 80).event());
-    assert_eq!(sndbufs(&d), vec![937_500]);
     // Half the window, half the rate, no queue: the allowance follows the
     // window (+1/8) ...
     let mut last = Vec::new();
