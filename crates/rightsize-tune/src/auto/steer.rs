@@ -72,8 +72,9 @@ pub(super) struct DrainCheck {
     /// The RTT when the drain began, and the least since.
     pub(super) start_rtt: Duration,
     pub(super) min_rtt: Duration,
-    /// The RTT when the drain began (its first round's `start_rtt`).
-    pub(super) began_rtt: Duration,
+    /// The most RTT since the drain began (a queue may still fill after
+    /// it began).
+    pub(super) most_rtt: Duration,
     /// The RTT when it last moved by more than [`FLAT`], and when.
     pub(super) flat: (Duration, Duration),
     /// Rounds of [`DRAIN_RTTS`] so far.
@@ -293,7 +294,7 @@ impl Auto {
                         busy: None,
                         start_rtt: r.rtt,
                         min_rtt: r.rtt,
-                        began_rtt: r.rtt,
+                        most_rtt: r.rtt,
                         flat: (r.rtt, r.at),
                         rounds: 1,
                     });
@@ -349,6 +350,7 @@ impl Auto {
             }
             State::Drain(mut check) => {
                 check.min_rtt = check.min_rtt.min(r.rtt);
+                check.most_rtt = check.most_rtt.max(r.rtt);
                 let level = check.flat.0.as_secs_f64();
                 if (r.rtt.as_secs_f64() - level).abs() > level * FLAT {
                     check.flat = (r.rtt, r.at);
@@ -374,9 +376,9 @@ impl Auto {
                 // Behind a rightsize sender, whose reports carry its
                 // delivery rate, the queue is gone once the bottleneck
                 // idles: the flow delivers well below the rate it had while
-                // the queue kept it busy, and the RTT, fallen since the
-                // drain began but still inflated, has stayed level for an
-                // RTT. That RTT is the path's. Waiting for the rounds
+                // the queue kept it busy, and the RTT, fallen since its
+                // most in the drain but still inflated, has stayed level
+                // for an RTT. That RTT is the path's. Waiting for the rounds
                 // instead, the flow on a path that went from 200 Mbit/s x
                 // 100 ms to 50 Mbit/s x 160 ms ran at two thirds of 50
                 // Mbit/s for 1.5 to 1.9 s, its window sized by the old
@@ -385,8 +387,7 @@ impl Auto {
                 // holds the RTT level: read so from vsftpd, the RTT of a
                 // full queue (423 ms) passed for the path's, and the
                 // receive buffer peaked at 16 MB (measured).
-                let fallen =
-                    r.rtt.as_secs_f64() < check.began_rtt.as_secs_f64() * (1.0 - INFLATION);
+                let fallen = r.rtt.as_secs_f64() < check.most_rtt.as_secs_f64() * (1.0 - INFLATION);
                 if let Some(busy) = busy
                     && !self.alone
                     && fallen
