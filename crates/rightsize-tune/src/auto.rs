@@ -61,7 +61,11 @@
 //!   rate estimate restarts from that busy rate; if it stays where it was
 //!   while the window shrank (and did not climb during the round), the
 //!   path's RTT rose: the min-RTT restarts, and the window is the busy
-//!   rate (never more than before) x the new RTT. A path found slower by
+//!   rate (never more than before) x the new RTT. Behind a rightsize
+//!   sender that is read at once when the RTT, fallen 1/8 below its most
+//!   in the drain but still inflated, stays level for an RTT while the
+//!   sender delivers 1/8 below the busy rate (the bottleneck idles: the
+//!   queue is gone). A path found slower by
 //!   more than a quarter is remembered for 10 s: a flow that then fills
 //!   its window with no queue, well below the rate before, ramps back
 //!   x1.5 per RTT. In `cruise` or `drain`,
