@@ -378,6 +378,17 @@ struct Probe {
     rounds: u32,
 }
 
+/// What a round did to the probes (see [`PROBE_STEP`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeRound {
+    /// Nothing that moves the request.
+    Quiet,
+    /// A probe began: `gain` grows by its step.
+    Began,
+    /// A probe that left the rate where it was was undone.
+    Undone,
+}
+
 /// Rounds in a row in which a queue stood.
 #[derive(Debug, Clone, Copy)]
 struct Stood {
@@ -423,8 +434,6 @@ pub struct Alone {
     probe: Option<Probe>,
     probe_step: f64,
     probe_wait: u32,
-    /// Whether a probe began or was undone in this sample.
-    probed: bool,
     /// Rounds in a row the flow reached the ceiling with no queue: each
     /// doubles the ceiling's margin.
     climb: u32,
@@ -485,7 +494,6 @@ impl Alone {
             probe: None,
             probe_step: PROBE_STEP,
             probe_wait: 0,
-            probed: false,
             climb: 0,
             round_bw: None,
             plateau: false,
@@ -781,6 +789,7 @@ impl Alone {
         // queue emptied (the bottleneck idled); come down when a queue
         // stood all round.
         let mut grow = false;
+        let mut probed = ProbeRound::Quiet;
         if at.saturating_sub(round.began) >= min_rtt {
             let began = round.began;
             let least = round.least_rtt.unwrap_or(rtt);
@@ -833,7 +842,8 @@ impl Alone {
                 }
             }
             if self.plateau {
-                grow = self.probe(grow, mean_rate, &mut notes);
+                probed = self.probe(grow, mean_rate, &mut notes);
+                grow = probed == ProbeRound::Began;
             }
             let stood = self.bounded && !grow && above(STOOD, least);
             self.stood = match self.stood {
@@ -985,8 +995,7 @@ impl Alone {
             .get()
             .saturating_mul(LINUX_BUFFER_DOUBLING) as f64;
         self.allowance = wanted.min(most).max(MIN_ALLOWANCE.get() as f64);
-        let probed = std::mem::take(&mut self.probed);
-        let mut decision = self.apply(at, notes, probed);
+        let mut decision = self.apply(at, notes, probed != ProbeRound::Quiet);
         decision.and(self.pace());
         decision
     }
@@ -994,13 +1003,13 @@ impl Alone {
     /// Once per round after the path's rate is found: judges the probe under
     /// way by the round's mean delivery `rate`, and whether a round that
     /// would `grow` begins one (see [`PROBE_STEP`]).
-    fn probe(&mut self, grow: bool, rate: f64, notes: &mut Vec<String>) -> bool {
+    fn probe(&mut self, grow: bool, rate: f64, notes: &mut Vec<String>) -> ProbeRound {
         self.probe_wait = self.probe_wait.saturating_sub(1);
         if let Some(mut p) = self.probe.take() {
             p.rounds += 1;
             if p.rounds < PROBE_ROUNDS {
                 self.probe = Some(p);
-                return false;
+                return ProbeRound::Quiet;
             }
             if rate >= p.rate * (1.0 + p.step / 2.0) {
                 self.probe_step = (2.0 * p.step).min(GROWTH - 1.0);
@@ -1009,7 +1018,6 @@ impl Alone {
                 self.probe_wait = PROBE_WAIT;
                 let before = self.gain;
                 self.gain = self.gain.min(p.gain.min(1.0));
-                self.probed = true;
                 notes.push(format!(
                     "a probe left the rate at {} ({} before): the path is full, x{before:.3} \
                      back to x{:.3} beyond rate x min-RTT",
@@ -1017,11 +1025,11 @@ impl Alone {
                     show_rate(p.rate),
                     self.gain
                 ));
-                return false;
+                return ProbeRound::Undone;
             }
         }
         if !grow || self.probe_wait > 0 {
-            return false;
+            return ProbeRound::Quiet;
         }
         self.probe = Some(Probe {
             gain: self.gain,
@@ -1029,8 +1037,7 @@ impl Alone {
             step: self.probe_step,
             rounds: 0,
         });
-        self.probed = true;
-        true
+        ProbeRound::Began
     }
 
     /// Forgets what the path showed but its min-RTT and rate: as at the

@@ -325,24 +325,14 @@ fn a_sample_from_the_past_is_ignored_and_samples_come_four_per_rtt() {
 #[test]
 fn a_buffer_that_holds_the_flow_back_while_the_queue_empties_grows_and_a_standing_queue_shrinks_it()
 {
-    let mut auto = alone();
-    // 1 MB in flight.
+    // 1 MB in flight. The RTT inflated, and a round later the rate has
+    // not grown: bounded at 1 MB (80 Mbit/s x 100 ms).
+    let (mut auto, base) = bounded_at_1mb();
     let at = |at_ms: u64, rtt_ms: u32, cwnd: u32| S {
-        at_ms,
         cwnd,
-        unacked: 690,
         rtt_ms,
-        busy_ms: at_ms,
-        sndbuf_ms: 0,
-        rate_mbps: 80,
-        sndbuf: 4_000_000,
+        ..later(&base, at_ms)
     };
-    auto.on_event(&at(0, 100, 700).event());
-    // The RTT inflated, and a round later the rate has not grown: bounded
-    // at 1 MB (80 Mbit/s x 100 ms).
-    auto.on_event(&at(100, 150, 700).event());
-    let d = auto.on_event(&at(200, 120, 700).event());
-    assert_eq!(sndbufs(&d), vec![937_500]);
     // A round in which the congestion window had room beyond what was in
     // flight and nothing waited unsent, and the RTT came down to 103 ms:
     // the bottleneck idled behind the buffer. The rate is found: a probe
