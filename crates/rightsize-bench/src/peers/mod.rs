@@ -25,7 +25,8 @@ pub const USAGE: &str = "\
 usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno]
                              [--peers rightsize,vsftpd,curl,globus]
                              [--tuners auto,kernel,static:16MiB]
-                             [--reps 3] [--size 256MiB] [--out DIR] [--smoke]
+                             [--reps 3] [--size 256MiB, 640MiB under bbr] [--out DIR]
+                             [--smoke]
 
 Runs rightsize's tuners against other FTP programs, and itself, on emulated paths (bench/paths/
 NAME.toml, or a spec file), each run on a fresh `rightsize path run`, as root. The server is on
@@ -38,6 +39,9 @@ In each (path, peer) cell the repetitions alternate the tuners. Prints a table p
 and worst goodput, the rightsize end's peak SO_RCVBUF or SO_SNDBUF (n/a at the other end), the
 sender's retransmitted bytes (from the path's counters when vsftpd sends); then the goals P1 to
 P6, and 1a, 2a and 3a between rightsize ends, each met or not.
+Each run moves 256 MiB, or 640 MiB where the path's sender runs bbr: bbr halts for PROBE_RTT ten
+seconds after its minimum RTT last fell, and a run of 30 s holds two halts (or one) where one of
+12 s holds one or none. --size sets one size for every path.
 Every run is a line of DIR/runs.jsonl (default: target/bench-results/peers-UNIXTIME).
 Exits 0 whether or not the goals are met, 1 if a run failed.
 --smoke: short, vsftpd, curl and globus with auto, 1 repetition, 16 MiB: checks that it works.";
@@ -48,12 +52,12 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
     let (bench, paths, budget) = Bench::open("peers", &o.paths, o.out.as_deref(), o.smoke)?;
     let tuners: Vec<String> = o.tuners.iter().map(ToString::to_string).collect();
     println!(
-        "rightsize-bench peers: {} path(s) x {} peer(s) x {} tuner(s) x {} repetition(s), {} per run; kernel {}",
+        "rightsize-bench peers: {} path(s) x {} peer(s) x {} tuner(s) x {} repetition(s), {}; kernel {}",
         paths.len(),
         o.peers.len(),
         tuners.len(),
         o.reps,
-        o.size.human_iec(),
+        o.size_heading(),
         bench.kernel
     );
     println!("runs: {}", bench.runs_file.display());
@@ -71,7 +75,7 @@ pub fn run(args: &[String]) -> anyhow::Result<bool> {
                 peer: Some(peer),
                 tuners: &o.tuners,
                 reps: o.reps,
-                asked: o.size,
+                asked: o.size_for(&path.spec),
                 budget,
                 dir: &bench.out.join(&path.name).join(peer.name()),
                 indent: "    ",

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use rightsize_lab::run::peer::Peer;
+use rightsize_path::PathSpec;
 use rightsize_tune::TunerSpec;
 use rightsize_tune::units::Bytes;
 
@@ -27,6 +28,15 @@ pub const DEFAULT_REPS: usize = 3;
 /// Bytes per transfer.
 pub const DEFAULT_SIZE: Bytes = Bytes(256 << 20);
 
+/// Bytes per transfer where the sender runs bbr: about 30 s at 180 Mbit/s.
+/// bbr halts the flow for `PROBE_RTT` (four segments in flight for 200 ms
+/// and a round trip) ten seconds after its minimum RTT last fell, which
+/// happens at a time of its own in each run (0.9 to 2.2 s, or later): a
+/// transfer of 12 s holds one halt or none, and a cell's medians swing by
+/// 2 to 3% with that. One of 30 s holds two (one where the minimum last
+/// fell late), each about 1% of it.
+pub const BBR_SIZE: Bytes = Bytes(640 << 20);
+
 /// What `--smoke` runs: each program that is not rightsize once, on the
 /// shortest path, in well under a minute and a half.
 pub const SMOKE_PATHS: &[&str] = &["short"];
@@ -48,8 +58,8 @@ pub struct Options {
     pub tuners: Vec<TunerSpec>,
     /// Repetitions of each (path, peer, tuner).
     pub reps: usize,
-    /// Bytes per transfer.
-    pub size: Bytes,
+    /// Bytes per transfer, if given (see [`Options::size_for`]).
+    pub size: Option<Bytes>,
     /// Where runs.jsonl and each run's files go; `None` for a fresh
     /// directory under target/.
     pub out: Option<PathBuf>,
@@ -99,10 +109,37 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             None => parse_tuners(&pick(DEFAULT_TUNERS, SMOKE_TUNERS).join(","))?,
         },
         reps: reps.unwrap_or(if smoke { 1 } else { DEFAULT_REPS }),
-        size: size.unwrap_or(if smoke { SMOKE_SIZE } else { DEFAULT_SIZE }),
+        size,
         out,
         smoke,
     })
+}
+
+impl Options {
+    /// Bytes per transfer on `path`: `--size` if given, else the smoke
+    /// run's, else [`BBR_SIZE`] where the sender (the right host) runs bbr,
+    /// else [`DEFAULT_SIZE`].
+    pub fn size_for(&self, path: &PathSpec) -> Bytes {
+        match self.size {
+            Some(size) => size,
+            None if self.smoke => SMOKE_SIZE,
+            None if path.right.congestion.as_deref() == Some("bbr") => BBR_SIZE,
+            None => DEFAULT_SIZE,
+        }
+    }
+
+    /// The size per run, for the heading.
+    pub fn size_heading(&self) -> String {
+        match self.size {
+            Some(size) => format!("{} per run", size.human_iec()),
+            None if self.smoke => format!("{} per run", SMOKE_SIZE.human_iec()),
+            None => format!(
+                "{} per run ({} where the sender runs bbr)",
+                DEFAULT_SIZE.human_iec(),
+                BBR_SIZE.human_iec()
+            ),
+        }
+    }
 }
 
 /// Peers by name, each once.

@@ -28,18 +28,18 @@ fn defaults_are_every_peer_on_six_paths_and_smoke_is_small() {
         o.tuners.iter().map(ToString::to_string).collect::<Vec<_>>(),
         ["auto", "kernel", "static:16MiB"]
     );
-    assert_eq!((o.reps, o.size, o.smoke), (3, Bytes(256 << 20), false));
+    assert_eq!((o.reps, o.size, o.smoke), (3, None, false));
     let s = options::parse(&args("--smoke")).expect("smoke");
     assert_eq!(s.paths, ["short"]);
     assert_eq!(s.peers, [Peer::Vsftpd, Peer::Curl, Peer::Globus]);
     assert_eq!(s.tuners, [TunerSpec::Auto]);
-    assert_eq!((s.reps, s.size, s.smoke), (1, Bytes(16 << 20), true));
+    assert_eq!((s.reps, s.size, s.smoke), (1, None, true));
     let o = options::parse(&args(
         "--peers curl,vsftpd,curl --smoke --reps=2 --paths lfn --size 64MiB --out /tmp/x",
     ))
     .expect("parses");
     assert_eq!(o.peers, [Peer::Curl, Peer::Vsftpd]);
-    assert_eq!((o.reps, o.size), (2, Bytes(64 << 20)));
+    assert_eq!((o.reps, o.size), (2, Some(Bytes(64 << 20))));
     assert_eq!(o.paths, ["lfn"]);
     assert_eq!(o.out.as_deref(), Some(std::path::Path::new("/tmp/x")));
 }
@@ -79,6 +79,27 @@ fn the_new_paths_are_what_the_benchmark_says() {
         assert!(peak <= 200_000_000, "{name}: {peak} bit/s");
         assert_eq!(p.spec.right.wmem_max, Some(32 << 20), "{name}");
     }
+}
+
+#[test]
+fn a_run_under_bbr_is_long_enough_for_two_probe_rtt_halts_unless_a_size_is_given() {
+    let bbr = LoadedPath::load("bbr-loss").expect("bbr-loss").spec;
+    let lfn = LoadedPath::load("lfn").expect("lfn").spec;
+    let o = options::parse(&[]).expect("defaults");
+    assert_eq!(o.size_for(&bbr), options::BBR_SIZE);
+    assert_eq!(o.size_for(&lfn), options::DEFAULT_SIZE);
+    // 200 Mbit/s x 1448/1500 for 26 s at the least: two halts ten seconds
+    // apart, the first 10.9 to 12.2 s in.
+    assert!(options::BBR_SIZE.0 as f64 * 8.0 / (200e6 * 1448.0 / 1500.0) > 26.0);
+    assert!(
+        o.size_heading()
+            .contains("640 MiB where the sender runs bbr")
+    );
+    let given = options::parse(&args("--size 64MiB")).expect("size");
+    assert_eq!(given.size_for(&bbr), Bytes(64 << 20));
+    assert_eq!(given.size_heading(), "64 MiB per run");
+    let smoke = options::parse(&args("--smoke")).expect("smoke");
+    assert_eq!(smoke.size_for(&bbr), options::SMOKE_SIZE);
 }
 
 fn run(path: &str, peer: Peer, tuner: &str, rep: usize, goodput_mbps: f64) -> RunRecord {
