@@ -22,7 +22,7 @@ use crate::emulated::{self, Bench, Cell};
 use crate::goals;
 
 pub const USAGE: &str = "\
-usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno]
+usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno,metro]
                              [--peers rightsize,vsftpd,curl,globus]
                              [--tuners auto,kernel,static:16MiB]
                              [--reps 3] [--size 256MiB, 640MiB under bbr] [--out DIR]

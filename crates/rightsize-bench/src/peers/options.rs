@@ -13,8 +13,11 @@ use super::USAGE;
 use crate::flags::{self, list, names, parse_paths, parse_reps, parse_size, parse_tuners};
 
 /// The paths: the tuner benchmark's three, the Windows note's slow short
-/// path, a lossy path under bbr and one under reno (`bench/paths/`).
-pub const DEFAULT_PATHS: &[&str] = &["lfn", "shallow", "changing", "short", "bbr-loss", "reno"];
+/// path, a lossy path under bbr, one under reno and a short, fast one
+/// (`bench/paths/`).
+pub const DEFAULT_PATHS: &[&str] = &[
+    "lfn", "shallow", "changing", "short", "bbr-loss", "reno", "metro",
+];
 
 /// Every peer.
 pub const DEFAULT_PEERS: &[&str] = &["rightsize", "vsftpd", "curl", "globus"];

@@ -14,11 +14,13 @@ fn args(s: &str) -> Vec<String> {
 }
 
 #[test]
-fn defaults_are_every_peer_on_six_paths_and_smoke_is_small() {
+fn defaults_are_every_peer_on_seven_paths_and_smoke_is_small() {
     let o = options::parse(&[]).expect("defaults");
     assert_eq!(
         o.paths,
-        ["lfn", "shallow", "changing", "short", "bbr-loss", "reno"]
+        [
+            "lfn", "shallow", "changing", "short", "bbr-loss", "reno", "metro"
+        ]
     );
     assert_eq!(
         o.peers,
@@ -70,6 +72,9 @@ fn the_new_paths_are_what_the_benchmark_says() {
     let bbr = LoadedPath::load("bbr-loss").expect("bbr-loss");
     assert_eq!(bbr.spec.right.congestion.as_deref(), Some("bbr"));
     assert_eq!(bbr.facts().bdp_bytes, 2.5e6);
+    let metro = LoadedPath::load("metro").expect("metro");
+    assert_eq!(metro.spec.rtt(), std::time::Duration::from_millis(5));
+    assert_eq!(metro.facts().bdp_bytes, 125e3);
     let reno = LoadedPath::load("reno").expect("reno");
     assert_eq!(reno.spec.right.congestion.as_deref(), Some("reno"));
     assert_eq!(reno.spec.left.congestion.as_deref(), Some("reno"));

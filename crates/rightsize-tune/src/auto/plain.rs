@@ -37,9 +37,19 @@ use crate::meter::{show_rate, show_size};
 use std::time::Duration;
 
 /// The first ramp stops to look at a queue of this share of min-RTT
-/// (plus the timer slack): a queue of a tenth of the BDP adds +10%, which
+/// (plus the timer slack, and at least half of [`super::HOST_DELAY`]): a queue of a tenth of the BDP adds +10%, which
 /// the usual +1/8 never sees before it overflows.
 const QUEUED: f64 = 1.0 / 16.0;
+/// The first ramp grows its window no further than this many times what
+/// arrived in the last min-RTT. Where a window of 256 KiB is already
+/// twice the BDP (200 Mbit/s x 5 ms), "the flow fills the window" reads
+/// true against the kernel's own small advertised window during the
+/// sender's slow start, and the ramp took the window to 1.25 MB (ten
+/// BDPs) in three samples before the queue showed (measured from
+/// vsftpd). A slow start's next window is about 2.7 times what its last
+/// two RTTs carried per RTT, so the bound leaves a ramp that follows one
+/// as it was.
+const RAMP_AHEAD: f64 = 4.0;
 /// After a loss in the first ramp, the window keeps at least this share of
 /// the window one RTT before.
 const LOSS_KEEP: f64 = 0.7;
@@ -61,7 +71,9 @@ impl Auto {
     /// `factor` per RTT.
     pub(super) fn first_ramp_alone(&mut self, r: &Reading, factor: f64) -> Decision {
         let base = r.rt_prop.as_secs_f64();
-        let queued = r.rtt.as_secs_f64() > base * (1.0 + QUEUED) + RTT_FLOOR.as_secs_f64();
+        let floor = RTT_FLOOR.as_secs_f64();
+        let queued = r.rtt.as_secs_f64()
+            > base * (1.0 + QUEUED) + floor + super::host_room(base, 0.5, QUEUED, floor);
         if let Some((since, rate)) = self.hold {
             self.last_growth = r.at;
             // All of the window delivered with no queue: the queue was the
@@ -136,9 +148,12 @@ impl Auto {
     /// reached the BDP 0.4 s after the kernel's (measured); following
     /// twice the arrivals with no bound, it took the window from 1.46 to
     /// 5.1 MB in an RTT and segments were lost at twice the BDP.
+    /// Nor does it grow once it is [`RAMP_AHEAD`] x what arrived in the
+    /// last min-RTT.
     fn ramp_window(&self, factor: f64, rtts: f64) -> f64 {
         let slow_start = (ROOM * self.carried).min(Ramp::Times(ROOM).grow(self.window, rtts));
-        Ramp::Times(factor).grow(self.window, rtts).max(slow_start)
+        let grown = Ramp::Times(factor).grow(self.window, rtts).max(slow_start);
+        grown.min(self.window.max(RAMP_AHEAD * self.carried))
     }
 
     /// A loss in the first ramp of a receiver alone: the ramp ends, the

@@ -412,9 +412,7 @@ impl Auto {
                     }
                     return Decision::none();
                 }
-                let base = r.rt_prop.as_secs_f64();
-                let drained = check.min_rtt.as_secs_f64()
-                    <= base * (1.0 + INFLATION) + RTT_FLOOR.as_secs_f64();
+                let drained = check.min_rtt.as_secs_f64() <= super::inflated_above(r.rt_prop);
                 // A round in which the RTT climbed (the queue still filling
                 // from a window the rate had not caught up with yet) says
                 // nothing about the path's RTT.

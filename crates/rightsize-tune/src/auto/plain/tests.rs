@@ -294,8 +294,14 @@ fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
     let window = ramp(256e3, 400e3);
     assert!((window - 512e3).abs() < 1e3, "{window:.0}");
     // Less arrived than the window held: x1.75, as before.
-    let window = ramp(256e3, 100e3);
+    let window = ramp(256e3, 150e3);
     assert!((window - 448e3).abs() < 1e3, "{window:.0}");
+    // Far less: no more than four times what arrived, and never below
+    // the window it has.
+    let window = ramp(256e3, 100e3);
+    assert!((window - 400e3).abs() < 1e3, "{window:.0}");
+    let window = ramp(256e3, 50e3);
+    assert!((window - 256e3).abs() < 1e3, "{window:.0}");
     // The flow does not fill the window (of two RTTs ago): it waits.
     let mut auto = ramping(256e3, 240e3);
     let mut r = reading(40, 1.0, 40);
