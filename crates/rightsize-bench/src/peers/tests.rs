@@ -74,7 +74,7 @@ fn the_new_paths_are_what_the_benchmark_says() {
     assert_eq!(bbr.facts().bdp_bytes, 2.5e6);
     let metro = LoadedPath::load("metro").expect("metro");
     assert_eq!(metro.spec.rtt(), std::time::Duration::from_millis(5));
-    assert_eq!(metro.facts().bdp_bytes, 125e3);
+    assert_eq!(metro.facts().bdp_bytes, 62.5e3);
     let reno = LoadedPath::load("reno").expect("reno");
     assert_eq!(reno.spec.right.congestion.as_deref(), Some("reno"));
     assert_eq!(reno.spec.left.congestion.as_deref(), Some("reno"));

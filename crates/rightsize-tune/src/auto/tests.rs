@@ -86,6 +86,43 @@ fn deep_queue_full_rate_with_a_fraction_of_the_memory() {
 }
 
 #[test]
+fn a_short_path_is_filled_with_what_the_hosts_add_to_its_rtt() {
+    // 200 Mbit/s x 5 ms with 4 BDPs of queue. The model's millisecond
+    // steps add to every RTT what the hosts' delays do on a real one: a
+    // window of rate x min-RTT x 1.06 made 0.87 x the kernel's goodput
+    // here (0.84 x on the emulated path); one of rate x (min-RTT + 2.5
+    // ms) fills the path, with a tenth of the kernel's buffer.
+    let path = Path {
+        rate_bps: 200e6,
+        base_rtt: 0.005,
+        queue_bytes: 4.0 * 200e6 / 8.0 * 0.005,
+        loss: 0.0,
+    };
+    let at = |spec: &str| {
+        let mut s = Scenario::benchmark(spec, 1.0);
+        s.path = path;
+        run(&s)
+    };
+    let (auto, kernel) = (at("auto"), at("kernel"));
+    let text = format!(
+        "auto {:.1} Mbit/s, peak rcvbuf {:.0}; kernel {:.1}, {:.0}",
+        mbps(auto.goodput),
+        auto.peak_rcvbuf,
+        mbps(kernel.goodput),
+        kernel.peak_rcvbuf
+    );
+    assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
+    assert!(auto.peak_rcvbuf <= 0.25 * kernel.peak_rcvbuf, "{text}");
+    // The window: about rate x 7.5 ms, never near the queue's 20 ms.
+    let window = *clamps_after(&auto, 0.0, 99.0).last().unwrap();
+    let payload = path.bdp() / path.base_rtt;
+    assert!(
+        (payload * 0.007..payload * 0.010).contains(&window),
+        "window {window:.0} ({text})"
+    );
+}
+
+#[test]
 fn shallow_queue_capped_near_the_bdp_without_the_slow_start_losses() {
     let scenario = Scenario::benchmark("auto", 0.1);
     let auto = run(&scenario);

@@ -10,6 +10,7 @@
 
 pub(crate) mod harness;
 pub(crate) mod model;
+mod range;
 mod robustness;
 mod sharing;
 

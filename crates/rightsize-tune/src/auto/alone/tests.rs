@@ -604,8 +604,10 @@ fn said(reasons: &[String], text: &str) -> bool {
 fn a_queue_that_stands_while_the_ride_out_holds_the_buffer_up_is_the_senders() {
     // bbr keeps up to a BDP queued: the RTT stands at 1.4 x min-RTT with
     // the same flight while the ride-out after the path's loss holds the
-    // buffer at 2.5 BDP. The gain's cuts do not reach the flow, so the
-    // queue is the sender's, not a path whose RTT rose.
+    // buffer at 2.5 BDP. The queue is the sender's, not a path whose RTT
+    // rose, and the gain is not cut under the ride-out: cuts that do not
+    // reach the flow would leave the buffer far below it when the
+    // ride-out ends.
     let (mut auto, base) = started();
     let d = auto.on_event(&with_retrans(flowing(&base, 100).event(), 1448));
     assert!(d.record.unwrap().reason.contains("ride out a recovery"));
@@ -616,8 +618,32 @@ fn a_queue_that_stands_while_the_ride_out_holds_the_buffer_up_is_the_senders() {
         ..flowing(&base, 140)
     };
     let reasons = reasons_over(&mut auto, &standing, 525, 3000);
-    assert!(said(&reasons, "a queue stood all round"), "{reasons:#?}");
+    assert!(!said(&reasons, "a queue stood all round"), "{reasons:#?}");
     assert!(!said(&reasons, "the path's RTT rose"), "{reasons:#?}");
+}
+
+#[test]
+fn a_flow_held_far_below_the_paths_rate_grows_without_probes() {
+    // Bounded at 1 MB for 80 Mbit/s, the buffer holds the flow at 10
+    // Mbit/s with no queue: not a probe of a full path, each round grows
+    // the bound by x1.25.
+    let held = probed(|_| 10);
+    assert!(
+        held.iter()
+            .all(|(_, reason)| !reason.contains("the path is full")),
+        "{held:?}"
+    );
+    let grown: Vec<u64> = held
+        .iter()
+        .filter_map(|(r, _)| r.first().copied())
+        .collect();
+    assert!(grown.len() >= 6, "{held:?}");
+    // x1.25 a round, but where the request meets tcp_wmem[2] (2 MiB).
+    assert!(
+        grown.windows(2).all(|w| w[1] as f64 >= 1.1 * w[0] as f64),
+        "{grown:?}"
+    );
+    assert!(grown[grown.len() - 1] >= 4 * grown[0], "{grown:?}");
 }
 
 #[test]
