@@ -40,7 +40,10 @@
 //!   flow fills it with no queue; a flow that carries 1/8 more than the
 //!   trains said, with no queue, drops them and the pacing (they were
 //!   measured in a slow moment of a path whose rate changes).
-//! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16.
+//! - `cruise`: holds `W = rate x min-RTT x (1 + headroom)`, headroom 1/16
+//!   (and at least `rate x (min-RTT + 2.5 ms)`: on a path of a few
+//!   milliseconds the hosts add that much to the RTT, [`HOST_DELAY`]; each
+//!   share of min-RTT below is at least its part of that delay too).
 //!   A window-limited flow with no queue at all (RTT within a quarter of
 //!   the headroom) whose window all turned into rate means the path got
 //!   faster: probe, +1/32 in the first RTT, doubling each RTT up to +1/8
