@@ -422,12 +422,19 @@ fn host_room(base: f64, part: f64, share: f64, floor: f64) -> f64 {
     (part * HOST_DELAY.as_secs_f64() - base * share - floor).max(0.0)
 }
 
+/// The RTT (seconds) a flow over a path of min-RTT `base` (seconds) must
+/// pass to read `share` above it: that share and [`RTT_FLOOR`], and at
+/// least `part` x [`HOST_DELAY`], as the window leaves up to that much
+/// queued by design on a short path.
+fn rtt_above(base: f64, share: f64, part: f64) -> f64 {
+    let floor = RTT_FLOOR.as_secs_f64();
+    base * (1.0 + share) + floor + host_room(base, part, share, floor)
+}
+
 /// The RTT above which a flow over a path of min-RTT `base` reads
-/// inflated: [`INFLATION`] above it and [`RTT_FLOOR`], and at least twice
-/// [`HOST_DELAY`], as the window leaves up to that much queued by design.
+/// inflated: [`INFLATION`] above it, and at least twice [`HOST_DELAY`].
 fn inflated_above(base: Duration) -> f64 {
-    let (base, floor) = (base.as_secs_f64(), RTT_FLOOR.as_secs_f64());
-    base * (1.0 + INFLATION) + floor + host_room(base, 2.0, INFLATION, floor)
+    rtt_above(base.as_secs_f64(), INFLATION, 2.0)
 }
 
 /// An RTT this much below min-RTT (and [`RTT_FLOOR`]) is a path that

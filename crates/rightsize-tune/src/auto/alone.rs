@@ -202,10 +202,10 @@ const PROBE_WAIT: u32 = 4;
 /// the best rate seen is a new path).
 const MAX_GAIN: f64 = 64.0;
 /// The RTT is inflated (a queue at the bottleneck) above min-RTT x (1 +
-/// this) + [`RTT_FLOOR`].
+/// this) + [`super::RTT_FLOOR`].
 const INFLATION: f64 = 1.0 / 8.0;
 /// The queue emptied during a round when the least smoothed RTT of the
-/// round was within this share of min-RTT (+ [`RTT_FLOOR`]) ...
+/// round was within this share of min-RTT (+ [`super::RTT_FLOOR`]) ...
 const EMPTIED: f64 = 1.0 / 16.0;
 /// ... and stood all round when it stayed above this share: more memory
 /// than the path needs, which comes down by [`SHRINK`] per round, down to
@@ -287,8 +287,6 @@ const EPISODE_RTTS: u32 = 2;
 /// retransmission timeout).
 const CA_RECOVERY: u8 = 3;
 const CA_LOSS: u8 = 4;
-/// Slack for timer granularity on short paths.
-const RTT_FLOOR: Duration = Duration::from_micros(500);
 /// A new request is made when it moved by this share of the one in force.
 const HYSTERESIS: f64 = 1.0 / 16.0;
 /// Once the path shows its rate, the flow is paced (`SO_MAX_PACING_RATE`,
@@ -675,9 +673,7 @@ impl Alone {
         // On a short path each share is at least `part` x the hosts' delay
         // ([`super::host_room`]), as the bound leaves that much in flight.
         let above = |share: f64, part: f64, rtt: Duration| {
-            let (base, floor) = (min_rtt.as_secs_f64(), RTT_FLOOR.as_secs_f64());
-            rtt.as_secs_f64()
-                > base * (1.0 + share) + floor + super::host_room(base, part, share, floor)
+            rtt.as_secs_f64() > super::rtt_above(min_rtt.as_secs_f64(), share, part)
         };
         let queue = above(INFLATION, INFLATED_HOST, rtt);
         if (queue || loss) && !self.bounded {
@@ -864,8 +860,7 @@ impl Alone {
             let at_rate = mean_rate >= AT_RATE * self.btl_bw.get().unwrap_or(0.0);
             if self.plateau && !at_rate {
                 self.probe = None;
-            }
-            if self.plateau && at_rate {
+            } else if self.plateau {
                 probed = self.probe(grow, mean_rate, &mut notes);
                 grow = probed == ProbeRound::Began;
             }

@@ -32,7 +32,7 @@
 //!   x min-RTT.
 
 use super::steer::{Reading, State};
-use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS, RTT_FLOOR, Ramp};
+use super::{Auto, Decision, HOLD_GROWTH, HOLD_RTTS, HYSTERESIS, RECOVERY_RTTS, Ramp};
 use crate::meter::{show_rate, show_size};
 use std::time::Duration;
 
@@ -71,9 +71,7 @@ impl Auto {
     /// `factor` per RTT.
     pub(super) fn first_ramp_alone(&mut self, r: &Reading, factor: f64) -> Decision {
         let base = r.rt_prop.as_secs_f64();
-        let floor = RTT_FLOOR.as_secs_f64();
-        let queued = r.rtt.as_secs_f64()
-            > base * (1.0 + QUEUED) + floor + super::host_room(base, 0.5, QUEUED, floor);
+        let queued = r.rtt.as_secs_f64() > super::rtt_above(base, QUEUED, 0.5);
         if let Some((since, rate)) = self.hold {
             self.last_growth = r.at;
             // All of the window delivered with no queue: the queue was the
