@@ -6,9 +6,14 @@
 //! `rate_bps` (on the wire: each `mss` of payload costs `mss + 52` bytes),
 //! then `base_rtt` of propagation; random loss with a seeded PRNG. Sender:
 //! slow start, then Reno or CUBIC (beta 0.7, C 0.4, with its TCP-friendly
-//! floor; no HyStart), one window reduction per RTT of losses, losses seen
-//! one RTT after the drop; or bbr (v1, simplified: [`Bbr`]); bytes in flight capped by `min(cwnd, the
-//! receiver's window as advertised half an RTT ago, the send buffer)`.
+//! floor; no HyStart), one window reduction per episode of losses (as
+//! Linux's recovery: a loss of what was sent before the reduction is part
+//! of it), and in the RTT of recovery that follows, sending as Linux's
+//! proportional rate reduction allows (RFC 6937: in proportion to what the
+//! ACKs deliver, so that a loss seen is no burst); losses seen one RTT
+//! after the drop; or bbr (v1, simplified: [`Bbr`]); bytes in flight
+//! capped by `min(cwnd, the receiver's window as advertised half an RTT
+//! ago, the send buffer)`.
 //! Receiver: the application reads at once; the window is
 //! `min(TCP_WINDOW_CLAMP, scaling_ratio x SO_RCVBUF read-back,
 //! rcv_ssthresh, 65535 << wscale)`, with `rcv_ssthresh` opening by two
@@ -230,7 +235,18 @@ pub struct Flow {
     pub inflight: f64,
     retrans_backlog: f64,
     pipe: VecDeque<InFlight>,
-    losses: VecDeque<(f64, f64)>,
+    /// Losses to be seen: when, how many bytes, and `bytes_sent` when
+    /// they were sent.
+    losses: VecDeque<(f64, f64, f64)>,
+    /// `bytes_sent` when the window was last reduced (Linux's `high_seq`).
+    recovery_high: f64,
+    /// Proportional rate reduction in recovery: the window before the
+    /// reduction, what the ACKs delivered and what was sent since, and what
+    /// the last tick's ACKs delivered.
+    prr_prior_cwnd: f64,
+    prr_delivered: f64,
+    prr_out: f64,
+    acked_last: f64,
     bottleneck_free_at: f64,
     pub srtt: f64,
     pub min_rtt: f64,
@@ -298,6 +314,11 @@ impl Flow {
             retrans_backlog: 0.0,
             pipe: VecDeque::new(),
             losses: VecDeque::new(),
+            recovery_high: 0.0,
+            prr_prior_cwnd: 0.0,
+            prr_delivered: 0.0,
+            prr_out: 0.0,
+            acked_last: 0.0,
             bottleneck_free_at: 0.0,
             srtt: path.base_rtt,
             min_rtt: f64::INFINITY,
@@ -457,6 +478,7 @@ impl Flow {
     fn take_acks(&mut self) {
         let now = self.now;
         let mut acked = 0.0;
+        self.acked_last = 0.0;
         while self.pipe.front().is_some_and(|p| p.ack_at <= now) {
             let Some(p) = self.pipe.pop_front() else {
                 break;
@@ -478,6 +500,8 @@ impl Flow {
             return;
         }
         if now < self.recovery_until {
+            self.prr_delivered += acked;
+            self.acked_last = acked;
             return;
         }
         let window_limited = self.sender_window().min(self.send_capacity()) < self.cwnd;
@@ -514,8 +538,8 @@ impl Flow {
 
     fn detect_losses(&mut self) {
         let now = self.now;
-        while self.losses.front().is_some_and(|(t, _)| *t <= now) {
-            let Some((_, bytes)) = self.losses.pop_front() else {
+        while self.losses.front().is_some_and(|(t, _, _)| *t <= now) {
+            let Some((_, bytes, sent)) = self.losses.pop_front() else {
                 break;
             };
             self.inflight = (self.inflight - bytes).max(0.0);
@@ -523,7 +547,7 @@ impl Flow {
             // Every segment that arrived behind the hole, about the
             // flight sent since, is out of order until the retransmission.
             self.ooo_packets += (bytes / MSS).ceil() + (self.inflight / MSS).floor();
-            if now >= self.recovery_until && self.cc != Cc::Bbr {
+            if now >= self.recovery_until && sent > self.recovery_high && self.cc != Cc::Bbr {
                 let beta = match self.cc {
                     Cc::Reno | Cc::Bbr => 0.5,
                     Cc::Cubic => CUBIC_BETA,
@@ -536,9 +560,13 @@ impl Flow {
                     segs
                 };
                 self.cubic_epoch = None;
+                self.prr_prior_cwnd = self.cwnd;
+                self.prr_delivered = 0.0;
+                self.prr_out = 0.0;
                 self.cwnd = (self.cwnd * beta).max(2.0 * MSS);
                 self.ssthresh = self.cwnd;
                 self.recovery_until = now + self.srtt;
+                self.recovery_high = self.stats.bytes_sent;
             }
         }
     }
@@ -635,6 +663,20 @@ impl Flow {
         let capacity = self.send_capacity();
         let allowed = self.cwnd.min(window).min(capacity);
         let mut room = (allowed - self.inflight).max(0.0);
+        let in_recovery = self.now < self.recovery_until && self.cc != Cc::Bbr;
+        if in_recovery {
+            // RFC 6937 with its slow-start reduction bound, as Linux.
+            let ssthresh = self.cwnd;
+            let prr = if self.inflight > ssthresh {
+                self.prr_delivered * ssthresh / self.prr_prior_cwnd.max(MSS) - self.prr_out
+            } else {
+                (ssthresh - self.inflight)
+                    .min((self.prr_delivered - self.prr_out).max(self.acked_last) + MSS)
+            };
+            room = (window.min(capacity) - self.inflight)
+                .max(0.0)
+                .min(prr.max(0.0));
+        }
         let pace = match (self.pace, self.bbr_pace()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -649,6 +691,9 @@ impl Flow {
             self.pace_credit -= bytes;
         }
         if bytes > 0.0 {
+            if in_recovery {
+                self.prr_out += bytes;
+            }
             if self.sndbuf_req.is_none() {
                 self.sndbuf = (self.cwnd / MSS * KERNEL_SNDBUF_PER_SEGMENT)
                     .max(self.sndbuf)
@@ -706,7 +751,8 @@ impl Flow {
         if dropped > 0.0 {
             // Seen when the ACKs of what follows come back.
             let seen = self.bottleneck_free_at + self.path.base_rtt;
-            self.losses.push_back((seen, dropped));
+            self.losses
+                .push_back((seen, dropped, self.stats.bytes_sent));
         }
         // Packets leave the bottleneck one after another: split what was
         // kept into small chunks, so that ACKs come back spread out at the

@@ -51,13 +51,15 @@ fn shallow_queue_no_collapse() {
     // of the BDP), and the sender's cubic then climbs back for seconds.
     // Cut to the flow after that loss, the window held cubic where it was
     // (0.3 x the kernel's goodput in the model); left room, it climbs as
-    // the kernel's does. The model gives 0.82 x the kernel (its kernel
-    // receiver loses later); on the emulated path it is 0.9 to 1.1 x.
+    // the kernel's does: the model gives 1.36 x the kernel's goodput here,
+    // the emulated path 0.9 to 1.1 x. Its memory follows the flight, so it
+    // is weighed per unit of goodput.
     let path = Path::benchmark(0.1);
     let (auto, kernel) = both(path);
     let text = show("shallow", &auto, &kernel);
     assert!(auto.goodput >= 0.75 * kernel.goodput, "{text}");
-    assert!(auto.peak_rcvbuf <= 1.5 * kernel.peak_rcvbuf, "{text}");
+    let per_rate = |o: &Outcome| o.peak_rcvbuf / o.goodput.max(1.0);
+    assert!(per_rate(&auto) <= 1.5 * per_rate(&kernel), "{text}");
 }
 
 #[test]
