@@ -6,7 +6,8 @@
 //!
 //! - The first ramp starts from 256 KiB and, in eight steps per RTT while
 //!   the flow fills the window of two RTTs ago (its goodput over two RTTs
-//!   shows no later one), leaves the sender twice what arrived in the
+//!   shows no later one; what arrived in the last min-RTT counts too, as
+//!   that goodput lags a doubling flow by a round), leaves the sender twice what arrived in the
 //!   last min-RTT, as its slow start doubles: the window grows by up to x2
 //!   per RTT, and at least x1.75 (`RAMP_FACTOR_ALONE`). At x1.5 and
 //!   compared with the window of now, the ramp read "not limited" every

@@ -7,12 +7,15 @@
 
 use super::super::steer::{Reading, State};
 use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
+use crate::tcpinfo::TcpInfoSample;
+use crate::telemetry::BufferReading;
 use crate::tests::harness::{
     Outcome, Scenario, auto_and_kernel, behind_bbr_with_random_loss, mbps, run,
 };
 use crate::tests::model::Path;
 use crate::tests::{ctx, ms};
-use crate::{Action, Peer, Role};
+use crate::{Action, Event, Peer, Role, Sample, Tuner};
+use std::time::Duration;
 
 fn both(path: Path) -> (Outcome, Outcome) {
     auto_and_kernel(Role::Receiver, path)
@@ -310,6 +313,62 @@ fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
     r.limited = false;
     auto.first_ramp_alone(&r, RAMP_FACTOR_ALONE);
     assert_eq!(auto.window, 256e3);
+}
+
+/// A slow start read from the receiver's byte counter on a long path: each
+/// round arrives as one train, twice the one before (from vsftpd on
+/// 200 Mbit/s x 300 ms: 58, 116 and 232 kB, each train within 100 ms).
+#[test]
+fn the_first_ramp_starts_with_the_round_that_fills_the_window() {
+    let mut auto = Auto::new(ctx(Role::Receiver, Peer::Other));
+    let start = auto.window;
+    // The window of 256 KiB since the start (as if set by the first
+    // sample).
+    auto.history.push_back((Duration::ZERO, start));
+    let (mut rcvbuf, mut clamp) = (0_u64, 0_u32);
+    let mut first_step = None;
+    for at in (25..=3_600).step_by(25) {
+        // Trains of 14 to 232 kB, doubling; the window of 256 KiB
+        // (advertised 277,504 bytes) holds back the one after 1.3 s.
+        let bytes: u64 = match at {
+            ..100 => 0,
+            100..400 => 14_480,
+            400..700 => 43_440,
+            700..1_000 => 101_360,
+            1_000..1_300 => 217_200,
+            1_300..1_600 => 448_880,
+            _ => 726_384,
+        };
+        let d = auto.on_event(&Event::Sample(Sample {
+            at: ms(at),
+            bytes,
+            tcp_info: Some(TcpInfoSample {
+                rcv_rtt_us: 300_000,
+                rcv_wnd_bytes: Some(277_504),
+                ..TcpInfoSample::default()
+            }),
+            buffers: Some(BufferReading {
+                rcvbuf_bytes: rcvbuf,
+                sndbuf_bytes: 0,
+                window_clamp_bytes: clamp,
+            }),
+        }));
+        for a in &d.actions {
+            match a {
+                Action::SetRcvBuf(b) => rcvbuf = 2 * b.get(),
+                Action::SetWindowClamp(b) => clamp = u32::try_from(b.get()).unwrap(),
+                _ => {}
+            }
+        }
+        if first_step.is_none() && auto.window > start {
+            first_step = Some(at);
+        }
+    }
+    // The round of 1.3 s (231,680 bytes) fills 0.88 of the window. Over
+    // two RTTs the goodput is 174 kB a round, 3/4 of the last, and reads
+    // "not limited" until the next round has arrived too, at 1.6 s: one
+    // round late.
+    assert_eq!(first_step, Some(1_300), "window {:.0}", auto.window);
 }
 
 #[test]
