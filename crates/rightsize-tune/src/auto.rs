@@ -905,13 +905,18 @@ impl Auto {
                 self.window
             };
             let window = view.rcv_wnd.map_or(window, |w| window.min(w as f64));
-            // Alone, what arrived in the last min-RTT counts too: behind a
-            // slow start that doubles each round, the goodput over two
-            // RTTs is 3/4 of the last round, and read "not limited" a
-            // round late (from vsftpd on 200 Mbit/s x 300 ms the window
-            // held the flow at 277 KB for two rounds where the kernel's
-            // had doubled to 463 KB, measured).
-            let recent = view.recent_rate.filter(|_| self.alone).unwrap_or(0.0);
+            // In a first ramp alone, what arrived in the last min-RTT
+            // counts too: behind a slow start that doubles each round, the
+            // goodput over two RTTs is 3/4 of the last round, and read
+            // "not limited" a round late (from vsftpd on 200 Mbit/s x
+            // 300 ms the window held the flow at 277 KB for two rounds
+            // where the kernel's had doubled to 463 KB, measured). Not
+            // later: a recovery's hand-over fills one min-RTT with far
+            // more than the window carries.
+            let recent = view
+                .recent_rate
+                .filter(|_| self.first_ramp())
+                .unwrap_or(0.0);
             let in_flight = view
                 .inflight
                 .map_or(rate.max(recent) * rtt.as_secs_f64(), |b| b as f64);
