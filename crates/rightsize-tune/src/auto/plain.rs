@@ -7,9 +7,10 @@
 //! - The first ramp starts from 256 KiB and, in eight steps per RTT while
 //!   the flow fills the window of two RTTs ago (its goodput over two RTTs
 //!   shows no later one; what arrived in the last min-RTT counts too, as
-//!   that goodput lags a doubling flow by a round), leaves the sender twice what arrived in the
-//!   last min-RTT, as its slow start doubles: the window grows by up to x2
-//!   per RTT, and at least x1.75 (`RAMP_FACTOR_ALONE`). At x1.5 and
+//!   that goodput lags a doubling flow by a round), leaves the sender
+//!   twice what arrived in the last min-RTT, as its slow start doubles:
+//!   the window grows by up to x2 per RTT, and at least x1.75
+//!   (`RAMP_FACTOR_ALONE`). At x1.5 and
 //!   compared with the window of now, the ramp read "not limited" every
 //!   other sample and grew x1.2 per RTT: 2.2 s to the BDP of 200 Mbit/s x
 //!   100 ms, against 0.7 s for the kernel's autotuning (measured). Its
