@@ -95,9 +95,9 @@
 //!   most that stood a round, is the path's: for [`QUIET_ROUNDS`] after
 //!   it `A` is at least [`RIDE_OUT_BDPS`] x rate x min-RTT, so that the
 //!   flow goes on through a recovery. Unless it retransmits more than
-//!   [`OVERFLOW_LOST`] of what was in flight when it began: then a queue
-//!   too shallow for the RTT to show overflowed, and the ride-out it began
-//!   ends.
+//!   [`OVERFLOW_LOST`] of what it sent (in flight when it began, and sent
+//!   since): then a queue too shallow for the RTT to show overflowed, and
+//!   the ride-out it began ends.
 //! - While the kernel recovers from a loss (`tcpi_ca_state` Recovery or
 //!   Loss), `A` does not come down: the buffer holds everything from the
 //!   first hole on, and a recovery with nothing new to send learns of
@@ -803,10 +803,12 @@ impl Alone {
                 if e.rode_out {
                     self.path_loss = None;
                     notes.push(format!(
-                        "{} retransmitted of {} in flight when the loss began: a queue's \
-                         overflow, not the path's loss; no ride-out",
+                        "{} retransmitted since the loss began ({} in flight then), more than \
+                         1/{:.0} of what was sent: a queue's overflow, not the path's loss; no \
+                         ride-out",
                         show_size(lost as f64),
-                        show_size(e.flight)
+                        show_size(e.flight),
+                        1.0 / OVERFLOW_LOST
                     ));
                 }
             }
