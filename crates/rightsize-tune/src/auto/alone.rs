@@ -430,8 +430,10 @@ struct Counters {
     busy_us: u64,
     sndbuf_us: u64,
     rwnd_us: u64,
-    /// Bytes retransmitted so far.
+    /// Bytes retransmitted so far, and sent (`tcpi_bytes_sent`, if the
+    /// kernel has it).
     retrans: u64,
+    sent: Option<u64>,
 }
 
 /// A loss episode (see [`EPISODE_RTTS`]).
@@ -507,8 +509,6 @@ pub struct Alone {
     path_loss: Option<Duration>,
     /// The loss episode under way.
     episode: Option<Episode>,
-    /// `tcpi_bytes_sent` at the last sample.
-    sent: Option<u64>,
     /// Whether the kernel was recovering at the last sample.
     recovering: bool,
     /// The most smoothed RTT of the previous round, and its most queue.
@@ -552,7 +552,6 @@ impl Alone {
             gain_bw: None,
             path_loss: None,
             episode: None,
-            sent: None,
             recovering: false,
             last_round_most: None,
             last_round_queue: 0.0,
@@ -690,6 +689,7 @@ impl Alone {
             retrans: info.bytes_retrans.unwrap_or(
                 u64::from(info.total_retrans_segs) * u64::from(info.snd_mss_bytes.max(1)),
             ),
+            sent: info.bytes_sent,
         };
         let before = self.counters.replace(counters);
         let (limited, rwnd, loss) = before.map_or((false, false, false), |b| {
@@ -766,7 +766,6 @@ impl Alone {
                 |e| e.paths,
             );
         if loss {
-            let retrans_before = before.map_or(0, |b| b.retrans);
             self.episode = Some(match ongoing {
                 Some(e) => Episode {
                     last: at,
@@ -779,8 +778,8 @@ impl Alone {
                     rode_out: paths_loss && self.path_loss.is_none(),
                     began: at,
                     flight: inflight as f64,
-                    retrans_before,
-                    sent_before: self.sent,
+                    retrans_before: before.map_or(0, |b| b.retrans),
+                    sent_before: before.and_then(|b| b.sent),
                 },
             });
         }
@@ -789,11 +788,9 @@ impl Alone {
         // or else at the delivery rate) overflowed a queue, one too
         // shallow for the RTT to show it: random loss takes a segment here
         // and there.
-        let sent_now = info.bytes_sent;
-        self.sent = sent_now;
         if let Some(e) = self.episode.as_mut().filter(|e| e.paths) {
             let lost = counters.retrans.saturating_sub(e.retrans_before);
-            let since = match (e.sent_before, sent_now) {
+            let since = match (e.sent_before, counters.sent) {
                 (Some(then), Some(now)) => now.saturating_sub(then) as f64,
                 _ => rate * at.saturating_sub(e.began).as_secs_f64(),
             };

@@ -92,12 +92,7 @@ fn a_short_path_is_filled_with_what_the_hosts_add_to_its_rtt() {
     // window of rate x min-RTT x 1.06 made 0.87 x the kernel's goodput
     // here (0.84 x on the emulated path); one of rate x (min-RTT + 2.5
     // ms) fills the path, with a tenth of the kernel's buffer.
-    let path = Path {
-        rate_bps: 200e6,
-        base_rtt: 0.005,
-        queue_bytes: 4.0 * 200e6 / 8.0 * 0.005,
-        loss: 0.0,
-    };
+    let path = Path::of(200.0, 5.0, 4.0, 0.0);
     let at = |spec: &str| {
         let mut s = Scenario::benchmark(spec, 1.0);
         s.path = path;

@@ -113,6 +113,19 @@ impl Scenario {
 }
 
 impl Path {
+    /// A path of `rate_mbps` x `rtt_ms` with `queue_bdps` of queue (two
+    /// packets at the least) and `loss` of the packets lost at random.
+    pub fn of(rate_mbps: f64, rtt_ms: f64, queue_bdps: f64, loss: f64) -> Self {
+        let rate_bps = rate_mbps * 1e6;
+        let base_rtt = rtt_ms / 1e3;
+        Path {
+            rate_bps,
+            base_rtt,
+            queue_bytes: (queue_bdps * rate_bps / 8.0 * base_rtt).max(2.0 * 1500.0),
+            loss,
+        }
+    }
+
     /// 200 Mbit/s x 100 ms with a queue of `queue_bdps` x BDP: the tuner
     /// benchmark's `lfn` (1) and `shallow` (0.1).
     pub fn benchmark(queue_bdps: f64) -> Self {

@@ -32,19 +32,6 @@ fn scenario(spec: &str, ends: Ends, cc: Cc, path: Path) -> Scenario {
     s
 }
 
-/// A path of `rate_mbps` x `rtt_ms` with `queue_bdps` of queue (two
-/// packets at the least) and `loss` of the packets lost at random.
-fn path(rate_mbps: f64, rtt_ms: f64, queue_bdps: f64, loss: f64) -> Path {
-    let rate_bps = rate_mbps * 1e6;
-    let base_rtt = rtt_ms / 1e3;
-    Path {
-        rate_bps,
-        base_rtt,
-        queue_bytes: (queue_bdps * rate_bps / 8.0 * base_rtt).max(2.0 * 1500.0),
-        loss,
-    }
-}
-
 /// One place: auto's goodput over the kernel's, and a line to show it.
 fn place(ends: Ends, cc: Cc, p: Path) -> (f64, String) {
     let auto: Outcome = run(&scenario("auto", ends, cc, p));
@@ -77,7 +64,7 @@ fn over_the_range_auto_is_never_far_below_the_kernel() {
                 for rtt in [5.0, 300.0] {
                     for queue in [0.05, 4.0] {
                         for loss in [0.0, 1e-3] {
-                            let (ratio, line) = place(ends, cc, path(rate, rtt, queue, loss));
+                            let (ratio, line) = place(ends, cc, Path::of(rate, rtt, queue, loss));
                             if ratio < BOUND {
                                 failures.push(format!("{line}, below {BOUND}"));
                             }

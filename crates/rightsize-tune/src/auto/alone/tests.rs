@@ -61,13 +61,7 @@ fn a_long_path_with_a_queue_too_shallow_to_show_the_kernels_goodput_with_half_it
     // of the BDP. Slow start overflows it with the RTT up 5% at most; the
     // loss is not ridden out once it has taken more than a segment here
     // and there.
-    let path = Path {
-        rate_bps: 200e6,
-        base_rtt: 0.3,
-        queue_bytes: 0.05 * 200e6 / 8.0 * 0.3,
-        loss: 0.0,
-    };
-    let (auto, kernel) = both(path);
+    let (auto, kernel) = both(Path::of(200.0, 300.0, 0.05, 0.0));
     let text = show("far", &auto, &kernel);
     assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
     assert!(auto.peak_sndbuf <= 0.5 * kernel.peak_sndbuf, "{text}");
