@@ -1085,9 +1085,10 @@ impl Auto {
             show_ms(before)
         );
         let Some(capacity) = self.capacity else {
-            // Alone too at x1.5: the flow is already in flight, not in
-            // slow start, and x1.75 overshot the BDP 1.7 times while the
-            // rate caught up (memory 0.3 x the kernel's, measured).
+            // Alone too at x1.5, and not after twice the arrivals as a
+            // slow start (see `ramp_window`): the flow is already in
+            // flight, and x1.75 overshot the BDP 1.7 times while the rate
+            // caught up (memory 0.3 x the kernel's, measured).
             self.state = State::Startup {
                 ceiling: None,
                 ramp: Ramp::Times(RAMP_FACTOR),
