@@ -857,7 +857,7 @@ impl Alone {
                 1.0 / PACE_GAIN
             ));
         }
-        let below_cwnd = self.below_cwnd(cwnd, min_rtt, unsent, mss);
+        let below_cwnd = self.below_cwnd(cwnd, min_rtt, unsent, queue_now, mss);
         let round = &mut self.round;
         round.samples += 1;
         round.lost |= loss;
@@ -1181,20 +1181,28 @@ impl Alone {
 
     /// Whether the pacing ceiling lets out less per min-RTT than the
     /// congestion window `cwnd` (bytes) allows while more than a few
-    /// segments wait unsent: the ceiling, not the window, holds the flow,
-    /// and Linux grows a congestion window only while the window is what
-    /// holds it. Read from the delivery rate alone (0.97 of the ceiling),
-    /// such a flow went unseen: 300 ms after a loss on a 300 ms path the
-    /// ceiling was set 1/16 above the recovery's 37 Mbit/s, a hair under
-    /// the window's 39.7, and the flow delivered 0.91 of the ceiling
-    /// (the writer left the buffer empty at times) with 100 segments of
-    /// the window unused: window and ceiling stayed there for the rest of
-    /// the run, 34 Mbit/s where the kernel made 43 (curl on
-    /// `bench/paths/far.toml`, measured, one run in three).
-    fn below_cwnd(&self, cwnd: f64, min_rtt: Duration, unsent: f64, mss: u64) -> bool {
-        self.pace.is_some_and(|ceiling| {
-            ceiling * min_rtt.as_secs_f64() + (ROOM_SEGMENTS * mss) as f64 <= cwnd
-        }) && unsent > (ROOM_SEGMENTS * mss) as f64
+    /// segments wait unsent and fewer stand queued (`queue`, bytes): the
+    /// ceiling, not the window, holds the flow, and Linux grows a
+    /// congestion window only while the window is what holds it. Read
+    /// from the delivery rate alone (0.97 of the ceiling), such a flow
+    /// went unseen: 300 ms after a loss on a 300 ms path the ceiling was
+    /// set 1/16 above the recovery's 37 Mbit/s, a hair under the window's
+    /// 39.7, and the flow delivered 0.91 of the ceiling (the writer left
+    /// the buffer empty at times) with 100 segments of the window unused:
+    /// window and ceiling stayed there for the rest of the run, 34 Mbit/s
+    /// where the kernel made 43 (curl on `bench/paths/far.toml`, measured,
+    /// one run in three). A flow at the path's rate has a window as large
+    /// as the path and its queue, and reads no queue (+1/16) with a few
+    /// milliseconds of it: the ceiling raised there went into the queue,
+    /// and the send buffer with it, to 0.51 x the kernel's on a 40 ms
+    /// path with a 50-packet queue (curl on `bench/paths/short.toml`,
+    /// measured).
+    fn below_cwnd(&self, cwnd: f64, min_rtt: Duration, unsent: f64, queue: f64, mss: u64) -> bool {
+        let few = (ROOM_SEGMENTS * mss) as f64;
+        self.pace
+            .is_some_and(|ceiling| ceiling * min_rtt.as_secs_f64() + few <= cwnd)
+            && unsent > few
+            && queue < few
     }
 
     /// The pacing ceiling's margin above the best delivery rate.

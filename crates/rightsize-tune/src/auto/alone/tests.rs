@@ -1013,51 +1013,56 @@ fn a_flow_held_by_the_ceiling_with_no_queue_doubles_its_margin_each_round_until_
 
 #[test]
 fn a_ceiling_below_the_congestion_window_is_raised_though_the_flow_delivers_less_than_it() {
-    let (mut auto, base) = started();
     // As above, but the flow delivers 0.87 of the ceiling set 1/16 above
     // its best 50 Mbit/s (the writer leaves the buffer short at times),
     // and its congestion window of 480 segments is 20 above what the
     // ceiling lets out per min-RTT, 40 above what is in flight: neither
     // the delivery rate nor the window's room says the ceiling holds the
-    // flow, and Linux grows the window no more. The ceiling must rise.
-    let at = |at_ms: u64, rtt_ms: u32, rate_mbps: u64| {
-        with_unsent(
-            S {
-                at_ms,
-                cwnd: 480,
-                unacked: 440,
-                rtt_ms,
-                busy_ms: at_ms,
-                rate_mbps,
-                ..base
-            }
-            .event(),
-            100_000,
-        )
-    };
-    let mut ceilings = Vec::new();
-    let mut reasons = Vec::new();
-    for (i, at_ms) in (100..=1600).step_by(25).enumerate() {
-        let (rtt_ms, rate_mbps) = match i {
-            0 => (130, 50),
-            1..=8 => (100, 50),
-            _ => (100, 46),
+    // flow, and Linux grows the window no more. The ceiling must rise,
+    // but not with 4 ms queued (+4%, no queue by the 1/16 rule): that
+    // window holds the path and a queue, and its flow is at the path's
+    // rate.
+    let held_below = |queued_ms: u32| {
+        let (mut auto, base) = started();
+        let at = |at_ms: u64, rtt_ms: u32, rate_mbps: u64| {
+            with_unsent(
+                S {
+                    at_ms,
+                    cwnd: 480,
+                    unacked: 440,
+                    rtt_ms,
+                    busy_ms: at_ms,
+                    rate_mbps,
+                    ..base
+                }
+                .event(),
+                100_000,
+            )
         };
-        let d = auto.on_event(&at(at_ms, rtt_ms, rate_mbps));
-        ceilings.extend(pacing(&d));
-        reasons.extend(d.record.map(|r| r.reason));
-    }
+        let mut ceilings = Vec::new();
+        let mut reasons = Vec::new();
+        for (i, at_ms) in (100..=1600).step_by(25).enumerate() {
+            let (rtt_ms, rate_mbps) = match i {
+                0 => (130, 50),
+                1..=8 => (100 + queued_ms, 50),
+                _ => (100 + queued_ms, 46),
+            };
+            let d = auto.on_event(&at(at_ms, rtt_ms, rate_mbps));
+            ceilings.extend(pacing(&d));
+            reasons.extend(d.record.map(|r| r.reason));
+        }
+        (ceilings, reasons)
+    };
+    let (ceilings, reasons) = held_below(0);
     assert!(
         ceilings.first() == Some(&6_640_625) && ceilings.contains(&7_031_250),
         "{ceilings:?}: {reasons:#?}"
     );
-    assert!(
-        said(
-            &reasons,
-            "the ceiling holds the flow below its congestion window with no queue"
-        ),
-        "{reasons:#?}"
-    );
+    let rule = "the ceiling holds the flow below its congestion window with no queue";
+    assert!(said(&reasons, rule), "{reasons:#?}");
+    let (ceilings, reasons) = held_below(4);
+    assert_eq!(ceilings, [6_640_625], "{reasons:#?}");
+    assert!(!said(&reasons, rule), "{reasons:#?}");
 }
 
 /// `event` with the kernel's least RTT `us`.
