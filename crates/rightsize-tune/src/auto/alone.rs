@@ -857,7 +857,13 @@ impl Alone {
                 1.0 / PACE_GAIN
             ));
         }
-        let below_cwnd = self.below_cwnd(cwnd, min_rtt, unsent, queue_now, mss);
+        let below_cwnd = self.below_cwnd(
+            cwnd,
+            min_rtt,
+            unsent,
+            super::queue_bytes(rtt, min_rtt, rate),
+            mss,
+        );
         let round = &mut self.round;
         round.samples += 1;
         round.lost |= loss;
@@ -1181,7 +1187,8 @@ impl Alone {
 
     /// Whether the pacing ceiling lets out less per min-RTT than the
     /// congestion window `cwnd` (bytes) allows while more than a few
-    /// segments wait unsent and fewer stand queued (`queue`, bytes): the
+    /// segments wait unsent and the RTT shows fewer queued (`queue`,
+    /// bytes, its time above min-RTT at the delivery rate): the
     /// ceiling, not the window, holds the flow, and Linux grows a
     /// congestion window only while the window is what holds it. Read
     /// from the delivery rate alone (0.97 of the ceiling), such a flow
@@ -1196,7 +1203,9 @@ impl Alone {
     /// milliseconds of it: the ceiling raised there went into the queue,
     /// and the send buffer with it, to 0.51 x the kernel's on a 40 ms
     /// path with a 50-packet queue (curl on `bench/paths/short.toml`,
-    /// measured).
+    /// measured). Nor is that queue bounded by what is in flight beyond
+    /// rate x min-RTT, as [`queued`] bounds it: a flow whose writer left
+    /// the buffer empty for a moment read none with 2 ms of it there.
     fn below_cwnd(&self, cwnd: f64, min_rtt: Duration, unsent: f64, queue: f64, mss: u64) -> bool {
         let few = (ROOM_SEGMENTS * mss) as f64;
         self.pace
