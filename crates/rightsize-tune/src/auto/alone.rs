@@ -899,12 +899,12 @@ impl Alone {
             let mean_rate = round.rate / f64::from(round.samples.max(1));
             let held = f64::from(round.limited) >= LIMITED_SAMPLES * f64::from(round.samples);
             grow = held && !above(EMPTIED, EMPTIED_HOST, least);
-            // Or held below its congestion window, which then grows no
-            // more (see [`Alone::below_cwnd`]).
-            let stalled = f64::from(round.below_cwnd) >= LIMITED_SAMPLES * f64::from(round.samples);
             let held_by_ceiling = round.paced > 0
                 && f64::from(round.limited + round.paced)
                     >= LIMITED_SAMPLES * f64::from(round.samples);
+            // Or held below its congestion window, which then grows no
+            // more (see [`Alone::below_cwnd`]).
+            let stalled = f64::from(round.below_cwnd) >= LIMITED_SAMPLES * f64::from(round.samples);
             let most = round.most_rtt.unwrap_or(rtt);
             // No queue means none all round: a 75 kB queue on a 100 Mbit/s
             // x 40 ms path stays below +1/8, and a flow that filled it at
