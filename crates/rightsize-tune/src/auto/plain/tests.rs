@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::super::steer::{Reading, State};
+use super::super::tests::bench_changing;
 use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
 use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
@@ -75,6 +76,34 @@ fn slow_short_path_no_slower_than_the_kernel() {
     // the model's kernel receiver keeps less than the real one (1.3 MB
     // against 6 to 24 MB measured).
     assert!(auto.peak_rcvbuf <= 1.5 * kernel.peak_rcvbuf, "{text}");
+}
+
+#[test]
+fn a_path_that_gets_faster_is_ramped_to_without_a_loss() {
+    // `bench/paths/changing.toml` behind a plain cubic sender: at each
+    // switch back to 200 Mbit/s x 100 ms the sender is in flight with its
+    // congestion window of before, and each step of the window lets it
+    // out. Ramped after twice the arrivals, as a slow start, the window
+    // reached 3.4 BDPs, the flow lost 6.7 MB and the memory peaked at
+    // 0.38 x the kernel's on the model; at x1.5 per RTT nothing is lost.
+    let scenario = |spec| {
+        let mut s = Scenario::against_plain(spec, Role::Receiver, Path::benchmark(1.0));
+        let changing = bench_changing(spec);
+        s.seconds = changing.seconds;
+        s.changes = changing.changes;
+        s
+    };
+    let (auto, kernel) = (run(&scenario("auto")), run(&scenario("kernel")));
+    let text = show("changing", &auto, &kernel);
+    assert!(
+        auto.log
+            .iter()
+            .any(|l| l.role == Role::Receiver && l.reason.contains("the path changed")),
+        "{text}"
+    );
+    assert!(auto.goodput >= 0.98 * kernel.goodput, "{text}");
+    assert!(auto.retrans_bytes == 0.0, "{text}");
+    assert!(auto.peak_rcvbuf <= 0.25 * kernel.peak_rcvbuf, "{text}");
 }
 
 #[test]
