@@ -1107,14 +1107,23 @@ impl Auto {
         decision
     }
 
-    fn interval(&self) -> Duration {
-        let per_rtt = if self.alone {
-            SAMPLES_PER_RTT_ALONE
+    /// The share of an RTT between two samples: what a step that grows
+    /// the window by a rate per RTT takes at each one. Alone, a step
+    /// taken as a quarter of an RTT at eight samples per RTT grew the
+    /// window stepping aside x2.25 per RTT, not x1.5: 6.0 to 14.4 MB in
+    /// 100 ms of a recovery, from vsftpd with bbr (measured).
+    fn sample_rtts(&self) -> f64 {
+        if self.alone {
+            1.0 / SAMPLES_PER_RTT_ALONE
         } else {
-            SAMPLES_PER_RTT
-        };
+            1.0 / SAMPLES_PER_RTT
+        }
+    }
+
+    fn interval(&self) -> Duration {
+        let share = self.sample_rtts();
         self.obs.rt_prop().map_or(DEFAULT_INTERVAL, |rtt| {
-            scaled(rtt, 1.0 / per_rtt).clamp(MIN_INTERVAL, MAX_INTERVAL)
+            scaled(rtt, share).clamp(MIN_INTERVAL, MAX_INTERVAL)
         })
     }
 }

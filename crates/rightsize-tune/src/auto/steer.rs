@@ -334,12 +334,12 @@ impl Auto {
                     });
                     self.state = State::Startup {
                         ceiling: None,
-                        ramp: ramp.after(1.0 / SAMPLES_PER_RTT, PROBE_GAIN_MAX),
+                        ramp: ramp.after(self.sample_rtts(), PROBE_GAIN_MAX),
                     };
                     self.last_growth = r.at;
                     return self.retarget(
                         r.at,
-                        ramp.grow(self.window, 1.0 / SAMPLES_PER_RTT),
+                        ramp.grow(self.window, self.sample_rtts()),
                         format!(
                             "window-limited, no queue: the path got faster; {}",
                             r.numbers
@@ -488,7 +488,7 @@ impl Auto {
                 if r.limited && r.no_queue && self.converted(r) {
                     return self.retarget(
                         r.at,
-                        self.window * RAMP_FACTOR.powf(1.0 / SAMPLES_PER_RTT),
+                        self.window * RAMP_FACTOR.powf(self.sample_rtts()),
                         format!(
                             "stepping aside: keep the window above the flow; {}",
                             r.numbers
@@ -562,7 +562,7 @@ impl Auto {
         self.last_growth = r.at;
         Some(self.retarget(
             r.at,
-            Ramp::Times(RAMP_FACTOR).grow(self.window, 1.0 / SAMPLES_PER_RTT),
+            Ramp::Times(RAMP_FACTOR).grow(self.window, self.sample_rtts()),
             format!(
                 "window-limited, no queue: the path is back to a faster rate ({} {:.1} s ago), ramp x{RAMP_FACTOR} per RTT; {}",
                 show_rate(before),

@@ -7,7 +7,7 @@
 
 use super::super::steer::{Reading, State};
 use super::super::tests::bench_changing;
-use super::super::{Auto, HEADROOM, RAMP_FACTOR_ALONE};
+use super::super::{Auto, HEADROOM, RAMP_FACTOR, RAMP_FACTOR_ALONE};
 use crate::tcpinfo::TcpInfoSample;
 use crate::telemetry::BufferReading;
 use crate::tests::harness::{
@@ -294,6 +294,30 @@ fn a_loss_the_window_did_not_cause_is_ridden_out_too() {
     );
     assert_eq!(auto.after_recovery, Some(before));
     assert!(auto.window >= 1.5 * before, "{:.0}", auto.window);
+}
+
+#[test]
+fn stepping_aside_the_window_grows_no_faster_than_the_ramp_per_rtt() {
+    // Stepping aside with the window all in flight and no queue, the
+    // window is raised to keep above the flow: at the ramp's rate per RTT
+    // however often a receiver alone samples (eight times an RTT here).
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.state = State::StepAside;
+    auto.last_loss = ms(1_000);
+    auto.aside_bdps = 1.0;
+    let start = auto.window;
+    let rate = start / 0.040;
+    for at_ms in (1_005..=1_040).step_by(5) {
+        let mut r = reading(at_ms, rate * 8.0 / 1e6, 40);
+        r.bw = rate / 2.0;
+        auto.steer(&r);
+    }
+    let grown = auto.window / start;
+    assert!(grown > 1.2, "the window did not grow: x{grown:.2}");
+    assert!(
+        grown <= RAMP_FACTOR * 1.001,
+        "x{grown:.2} in an RTT, the ramp is x{RAMP_FACTOR}"
+    );
 }
 
 /// A receiver alone at the start of its first ramp on a 40 ms path, its
