@@ -77,7 +77,8 @@
 //! - `step-aside`: three loss episodes within 256 RTTs that neither a
 //!   queue nor the window explains mean a congested path (the SOBAS paper, section III-B: there a limited window
 //!   only costs throughput); `W` goes to four of the flow's BDPs, stays
-//!   above the flow, and comes back once 128 RTTs pass without loss. A
+//!   above the flow (x1.5 per RTT while the flow fills it), and comes
+//!   back once 128 RTTs pass without loss. A
 //!   single loss with no queue at all, at the target (or behind a paced
 //!   sender's ramp), is the path's: `W` steps aside at once to 2.5 of the
 //!   flow's BDPs, enough for the sender to go on through a recovery, with
