@@ -320,6 +320,33 @@ fn stepping_aside_the_window_grows_no_faster_than_the_ramp_per_rtt() {
     );
 }
 
+#[test]
+fn when_losses_stop_the_window_goes_no_lower_than_the_flows_best_rate() {
+    // Stepping aside after losses, the flow's best rate 96 Mbit/s: when
+    // the losses stop, cubic is still climbing back at 53 Mbit/s, and the
+    // window must not be cut to that rate's.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    let floor = auto.window;
+    auto.window = 3.0 * floor;
+    auto.history.push_back((ms(1_500), auto.window));
+    auto.state = State::StepAside;
+    auto.last_loss = ms(1_500);
+    auto.aside_bdps = 2.5;
+    let r = reading(7_000, 53.0, 40);
+    let d = auto.steer(&r);
+    assert!(
+        d.record.unwrap().reason.contains("losses stopped"),
+        "{:?}",
+        d.actions
+    );
+    assert_eq!(auto.state, State::Cruise);
+    assert!(
+        auto.window >= floor,
+        "cut to {:.0}, below {floor:.0}, the window of the best rate",
+        auto.window
+    );
+}
+
 /// A receiver alone at the start of its first ramp on a 40 ms path, its
 /// window `window`, that carried `carried` bytes in the last min-RTT.
 fn ramping(window: f64, carried: f64) -> Auto {
