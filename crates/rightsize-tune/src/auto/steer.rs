@@ -476,9 +476,10 @@ impl Auto {
                     self.random_losses.clear();
                     // Alone, no lower than the flow's best rate allows,
                     // as every cut: at the end of a step-aside on `short`
-                    // from vsftpd, cubic still climbing at 53 Mbit/s after
-                    // two losses, the cut to that rate's window (279 kB)
-                    // held it where 5 s before it carried 92 (measured).
+                    // from vsftpd, cubic still climbing back at 53 Mbit/s
+                    // after two losses, the window was cut to that rate's
+                    // (279 kB) where the flow had carried 92 Mbit/s 5 s
+                    // before (measured).
                     let window = self
                         .target(r.bw, r.rt_prop)
                         .max(self.alone_floor(r))
