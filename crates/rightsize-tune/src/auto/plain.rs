@@ -306,6 +306,15 @@ impl Auto {
             .min(self.window)
     }
 
+    /// The window a cut sized for `rate` (bytes per second) goes to: its
+    /// target at min-RTT, never above the window of now and, alone, never
+    /// below [`Self::alone_floor`].
+    pub(super) fn cut_window(&self, rate: f64, r: &Reading) -> f64 {
+        self.target(rate, r.rt_prop)
+            .min(self.window)
+            .max(self.alone_floor(r))
+    }
+
     /// Alone, after the first ramp and until a queue shows the capacity:
     /// the window stays [`ROOM`] x the flight, out of the sender's way.
     /// A loss that no queue explains (the bursts of a sender's slow start

@@ -311,10 +311,7 @@ impl Auto {
                     // machine whose CPU was half stolen): sized from it,
                     // each drain cut the window to 1.5 to 1.9 MB of 2.5.
                     let rate = r.bw.max(self.queued_rate(r));
-                    let window = self
-                        .target(rate, r.rt_prop)
-                        .min(self.window)
-                        .max(self.alone_floor(r));
+                    let window = self.cut_window(rate, r);
                     return self.retarget(
                         r.at,
                         window,
@@ -480,10 +477,7 @@ impl Auto {
                     // after two losses, the window was cut to that rate's
                     // (279 kB) where the flow had carried 92 Mbit/s 5 s
                     // before (measured).
-                    let window = self
-                        .target(r.bw, r.rt_prop)
-                        .max(self.alone_floor(r))
-                        .min(self.window);
+                    let window = self.cut_window(r.bw, r);
                     return self.retarget(r.at, window, format!("losses stopped; {}", r.numbers));
                 }
                 let aside = self.aside_window(r.bw, r);
@@ -639,10 +633,7 @@ impl Auto {
             self.state = State::Cruise;
             self.found = true;
             self.obs.reset_btl_bw(r.at, r.rate);
-            let window = self
-                .target(r.rate, r.rt_prop)
-                .min(self.window)
-                .max(self.alone_floor(r));
+            let window = self.cut_window(r.rate, r);
             return self.cut_after_recovery(
                 r,
                 window,
@@ -736,10 +727,7 @@ impl Auto {
         {
             self.headroom /= 2.0;
             self.state = State::Cruise;
-            let window = self
-                .target(r.bw, r.rt_prop)
-                .min(self.window)
-                .max(self.alone_floor(r));
+            let window = self.cut_window(r.bw, r);
             return self.cut_after_recovery(
                 r,
                 window,
