@@ -42,9 +42,10 @@
 //!   holds a flow back cannot stay small. Until the path's rate is found
 //!   that is x5/4; after, it is a probe of x17/16, judged two rounds later
 //!   by the mean delivery rate: one that raised it by half its step makes
-//!   the next twice as large (up to x5/4); one that did not finds the
-//!   path full (more buffer would only have queued): `gain` back to 1 at
-//!   most, and the next probe four rounds later. x7/8 when a queue stood all round
+//!   the next twice as large (up to x5/4; back to x17/16 once the flow
+//!   falls below the path's rate); one that did not finds the path full
+//!   (more buffer would only have queued): `gain` back to 1 at most, and
+//!   the next probe four rounds later. x7/8 when a queue stood all round
 //!   (least RTT more than 1/4 above min-RTT), at most once per RTT of the
 //!   queue (a cut shows in the RTT only that much later), down to
 //!   [`MIN_GAIN`], since the read-back does not always bound what is in
@@ -186,9 +187,10 @@ const GROWTH: f64 = 5.0 / 4.0;
 /// [`HYSTERESIS`]), and the mean delivery rate of the [`PROBE_ROUNDS`]th
 /// round after it tells whether the buffer held the flow back. If the rate
 /// grew by half the step, the next probe's step doubles (up to
-/// [`GROWTH`]); if not, the path was full: `gain` goes back to 1, rate x
-/// min-RTT (the buffer holds [`WAKE`] times that), or to what it was if
-/// less, and the next probe waits [`PROBE_WAIT`] rounds. At x5/4 a probe
+/// [`GROWTH`]) until the flow falls below the path's rate; if not, the
+/// path was full: `gain` goes back to 1, rate x min-RTT (the buffer
+/// holds [`WAKE`] times that), or to what it was if less, and the next
+/// probe waits [`PROBE_WAIT`] rounds. At x5/4 a probe
 /// and the congestion window that followed it took the send buffer to
 /// 0.91 to 1.01 MB on a 100 Mbit/s x 40 ms path whose queue holds 75 kB,
 /// where the flow was already at the path's rate and the kernel's own
@@ -957,7 +959,10 @@ impl Alone {
             // before its rate was found.
             let at_rate = mean_rate >= AT_RATE * self.btl_bw.get().unwrap_or(0.0);
             if self.plateau && !at_rate {
+                // Nor is a probing sequence: the next probe, once the flow
+                // is back at the path's rate, starts from the least step.
                 self.probe = None;
+                self.probe_step = PROBE_STEP;
             } else if self.plateau {
                 probed = self.probe(grow, mean_rate, &mut notes);
                 grow = probed == ProbeRound::Began;

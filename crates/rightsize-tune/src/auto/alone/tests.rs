@@ -386,6 +386,11 @@ fn bounded_at_1mb() -> (Alone, S) {
 /// the flow back with no queue, round after round (100 ms), at the rates
 /// `rates` gives each round. The requests made, one per round.
 fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
+    probed_for(8, rates)
+}
+
+/// [`probed`] for `rounds` rounds.
+fn probed_for(rounds: u64, rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
     let (mut auto, base) = bounded_at_1mb();
     let at = |at_ms: u64, rate_mbps: u64| S {
         cwnd: 3000,
@@ -394,7 +399,7 @@ fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
         rate_mbps,
         ..later(&base, at_ms)
     };
-    (1..=8u64)
+    (1..=rounds)
         .map(|round| {
             let t = 200 + round * 100;
             auto.on_event(&at(t - 50, rates(round)).event());
@@ -454,6 +459,62 @@ fn once_the_rate_is_found_a_probe_that_leaves_the_rate_is_undone_and_one_that_ra
         steps.iter().all(|&s| s > 1.15) && steps.windows(2).all(|w| w[1] >= w[0]),
         "{steps:?}: {climbing:?}"
     );
+}
+
+#[test]
+fn a_probe_after_the_flow_fell_below_the_paths_rate_starts_from_the_least_step() {
+    // Bounded at 1 MB (80 Mbit/s x 100 ms), the buffer holding the flow
+    // back with no queue: a probe of x17/16 raises the rate to 84 Mbit/s,
+    // so the next would be twice as large; a queue stands in the round it
+    // is judged, and then the flow falls far below the path's rate (a
+    // loss) and comes back. The next probe is x17/16 again: seconds
+    // later, a doubled step took the send buffer of a 100 Mbit/s x 40 ms
+    // path to 0.52 x the kernel's (globus-url-copy from `rightsize
+    // serve`, measured).
+    let reasons = |fall: u64| {
+        let (mut auto, base) = bounded_at_1mb();
+        let rounds = [
+            (80, 101),
+            (84, 101),
+            (84, 130),
+            (fall, 101),
+            (fall, 101),
+            (84, 101),
+        ];
+        rounds
+            .iter()
+            .zip(1u64..)
+            .map(|(&(rate_mbps, rtt_ms), round)| {
+                let t = 200 + round * 100;
+                let at = |at_ms| S {
+                    cwnd: 3000,
+                    unacked: 690,
+                    rtt_ms,
+                    rate_mbps,
+                    ..later(&base, at_ms)
+                };
+                auto.on_event(&at(t - 50).event());
+                let d = auto.on_event(&at(t).event());
+                d.record.map_or(String::new(), |r| r.reason)
+            })
+            .collect::<Vec<String>>()
+    };
+    // The last probe, the flow at the path's rate.
+    let last_probe = |reasons: &[String]| {
+        reasons
+            .iter()
+            .rev()
+            .find(|r| r.contains("the queue emptied"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    // Staying at the rate, the doubled step is the next probe's ...
+    let stayed = reasons(84);
+    assert!(last_probe(&stayed).contains("x1.125 beyond"), "{stayed:#?}");
+    // ... not once the flow fell below it (where it grew by x5/4 a round,
+    // as before its rate was found).
+    let fell = reasons(40);
+    assert!(last_probe(&fell).contains("x1.062 beyond"), "{fell:#?}");
 }
 
 #[test]
