@@ -386,24 +386,25 @@ fn bounded_at_1mb() -> (Alone, S) {
 /// the flow back with no queue, round after round (100 ms), at the rates
 /// `rates` gives each round. The requests made, one per round.
 fn probed(rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
-    probed_for(8, rates)
+    probed_at(8, |round| (rates(round), 101))
 }
 
-/// [`probed`] for `rounds` rounds.
-fn probed_for(rounds: u64, rates: impl Fn(u64) -> u64) -> Vec<(Vec<u64>, String)> {
+/// [`probed`] for `rounds` rounds, at the rate and least RTT (ms) `round`
+/// gives each round.
+fn probed_at(rounds: u64, round: impl Fn(u64) -> (u64, u32)) -> Vec<(Vec<u64>, String)> {
     let (mut auto, base) = bounded_at_1mb();
-    let at = |at_ms: u64, rate_mbps: u64| S {
+    let at = |at_ms: u64, (rate_mbps, rtt_ms): (u64, u32)| S {
         cwnd: 3000,
         unacked: 690,
-        rtt_ms: 101,
+        rtt_ms,
         rate_mbps,
         ..later(&base, at_ms)
     };
     (1..=rounds)
-        .map(|round| {
-            let t = 200 + round * 100;
-            auto.on_event(&at(t - 50, rates(round)).event());
-            let d = auto.on_event(&at(t, rates(round)).event());
+        .map(|n| {
+            let t = 200 + n * 100;
+            auto.on_event(&at(t - 50, round(n)).event());
+            let d = auto.on_event(&at(t, round(n)).event());
             let reason = d
                 .record
                 .as_ref()
@@ -472,7 +473,6 @@ fn a_probe_after_the_flow_fell_below_the_paths_rate_starts_from_the_least_step()
     // path to 0.52 x the kernel's (globus-url-copy from `rightsize
     // serve`, measured).
     let reasons = |fall: u64| {
-        let (mut auto, base) = bounded_at_1mb();
         let rounds = [
             (80, 101),
             (84, 101),
@@ -481,22 +481,9 @@ fn a_probe_after_the_flow_fell_below_the_paths_rate_starts_from_the_least_step()
             (fall, 101),
             (84, 101),
         ];
-        rounds
-            .iter()
-            .zip(1u64..)
-            .map(|(&(rate_mbps, rtt_ms), round)| {
-                let t = 200 + round * 100;
-                let at = |at_ms| S {
-                    cwnd: 3000,
-                    unacked: 690,
-                    rtt_ms,
-                    rate_mbps,
-                    ..later(&base, at_ms)
-                };
-                auto.on_event(&at(t - 50).event());
-                let d = auto.on_event(&at(t).event());
-                d.record.map_or(String::new(), |r| r.reason)
-            })
+        probed_at(rounds.len() as u64, |n| rounds[n as usize - 1])
+            .into_iter()
+            .map(|(_, reason)| reason)
             .collect::<Vec<String>>()
     };
     // The last probe, the flow at the path's rate.
