@@ -530,6 +530,9 @@ struct Auto {
     after_recovery: Option<f64>,
     /// Alone: whether the window was raised to ride out the recovery.
     riding_out: bool,
+    /// Alone, while a loss's cut waits: the sender's flight at the loss
+    /// and the bytes this end held then (see [`Auto::ride_on`]).
+    ride: Option<(f64, f64)>,
     /// What the flow carried in its last min-RTT (the sender's rate, or
     /// this end's count of the last min-RTT if higher, x min-RTT), bytes.
     carried: f64,
@@ -591,6 +594,7 @@ impl Auto {
             best: WindowedMax::new(plain::BEST_WINDOW),
             after_recovery: None,
             riding_out: false,
+            ride: None,
             carried: 0.0,
             aside_bdps: 0.0,
         }
@@ -979,6 +983,7 @@ impl Auto {
             inflated_settled: view.settled_rtt.unwrap_or(rtt).as_secs_f64() > inflated_above,
             no_queue: now <= no_queue_above + segment,
             empty: now <= empty_above + segment,
+            held: view.held.unwrap_or(0) as f64,
             numbers: format!(
                 "rate {}, RTT {} (min {}, +{queue_pct:.0}%)",
                 show_rate(rate),

@@ -21,9 +21,11 @@
 //!   blocked on a full send buffer only once a third of it is free
 //!   (`sk_stream_write_space`).
 //! - Once the path shows its rate (the RTT inflates over min-RTT, or a
-//!   segment is retransmitted), `A` follows the congestion window (+1/8;
-//!   down, at once to half the largest window of the last 600 ms at most,
-//!   and not at all to a window of four segments or less: bbr's
+//!   segment is retransmitted), `A` follows the congestion window (+1/8,
+//!   but once the path's rate is found not beyond the window itself where
+//!   the path holds less: its BDP and the deepest queue that stood a
+//!   round; down, at once to half the largest window of the last 600 ms
+//!   at most, and not at all to a window of four segments or less: bbr's
 //!   `PROBE_RTT` and the dip as its recovery ends are pauses)
 //!   but stays within `gain` x the best delivery rate of the last
 //!   [`BW_WINDOW`] x min-RTT: more in flight only queues at the bottleneck.
@@ -1082,7 +1084,22 @@ impl Alone {
             } else {
                 f64::INFINITY
             };
-            let follow = followed * (1.0 + CWND_MARGIN);
+            // Once the path's rate is found, following the congestion
+            // window goes no further than the path holds: its BDP and the
+            // deepest queue that stood a round (at least a probe's step).
+            // More in flight only overflows the queue: on `short` (a
+            // 72 kB queue behind 0.5 MB) cubic's window grew to the BDP
+            // and the queue and 1/8 beyond it, 617 KiB allowed, and lost
+            // segments there (measured). Growth when the queue emptied
+            // (the path took more) is not held back by it.
+            let holds = if self.plateau && bdp > 0.0 {
+                bdp + self.deepest.max(PROBE_STEP * bdp)
+                    + self.btl_bw.get().unwrap_or(0.0)
+                        * super::host_room(min_rtt.as_secs_f64(), 1.0, super::HEADROOM, 0.0)
+            } else {
+                f64::INFINITY
+            };
+            let follow = (followed * (1.0 + CWND_MARGIN)).min(holds.max(followed));
             if grow {
                 notes.push(format!(
                     "the send buffer held the flow back and the queue emptied: x{growth:.3} beyond rate {} x min-RTT {}",

@@ -194,9 +194,14 @@ impl Auto {
             .target(r.rate.max(r.bw), r.rt_prop)
             .max(LOSS_KEEP * in_flight)
             .min(self.window);
-        self.cut_after_recovery(
+        // A ramp the window held back had all of it out: the sender's
+        // flight at the loss is the window of now, not what the goodput,
+        // a round behind a doubling flow, shows.
+        let flight = self.bound.then_some(self.window);
+        self.ride_out(
             r,
             window,
+            flight,
             format!(
                 "loss in the first ramp: the sender cut its window, the ramp ends; {}",
                 r.numbers
@@ -237,6 +242,18 @@ impl Auto {
         window: f64,
         reason: String,
     ) -> Decision {
+        self.ride_out(r, window, None, reason)
+    }
+
+    /// [`Self::cut_after_recovery`], with the sender's flight at the loss
+    /// when the receiver knows it better than its goodput shows.
+    fn ride_out(
+        &mut self,
+        r: &Reading,
+        window: f64,
+        flight: Option<f64>,
+        reason: String,
+    ) -> Decision {
         if !self.alone {
             return self.retarget(r.at, window, reason);
         }
@@ -245,8 +262,10 @@ impl Auto {
         // than the window of an RTT ago lets out (behind bbr's startup
         // the RTT read +43%, and 1.75 x its rate times that RTT was
         // 6 MB on a 2.5 MB path).
-        let flight = (r.rate.max(r.bw) * r.rtt.as_secs_f64())
-            .min(self.window_at(r.at.saturating_sub(r.rtt)));
+        let flight = flight.unwrap_or_else(|| {
+            (r.rate.max(r.bw) * r.rtt.as_secs_f64()).min(self.window_at(r.at.saturating_sub(r.rtt)))
+        });
+        self.ride = Some((flight, r.held));
         let ride = (RIDE_OUT_FLIGHTS * flight).max(self.window);
         self.riding_out = ride > self.window * (1.0 + HYSTERESIS);
         self.retarget(
@@ -272,14 +291,73 @@ impl Auto {
         }
         self.after_recovery = None;
         self.riding_out = false;
-        Some(self.retarget(
-            r.at,
-            window.min(self.window),
+        self.ride = None;
+        // Until a queue shows the capacity the window stays out of the
+        // way ([`Self::leave_room`]): cut below it, the window of the next
+        // sample raised it again, and the sender, held for that moment,
+        // sent what it had kept at once.
+        let room = if self.found { 0.0 } else { self.room(r) };
+        let cut = window.max(room).min(self.window);
+        let reason = if cut > window {
+            format!(
+                "the recovery is over: the window {ROOM} x the flight until a queue shows the \
+                 capacity; {}",
+                r.numbers
+            )
+        } else {
             format!(
                 "the recovery is over: the window the loss asked for; {}",
                 r.numbers
+            )
+        };
+        Some(self.retarget(r.at, cut, reason))
+    }
+
+    /// Alone, the window that leaves a sender [`ROOM`] x its flight.
+    fn room(&self, r: &Reading) -> f64 {
+        ROOM * r.rate * r.rt_prop.as_secs_f64()
+    }
+
+    /// Alone, a loss of the episode a cut waits for: the hole is still
+    /// there, and what arrived beyond it waits in this end's buffer while
+    /// the sender may send no further than the window beyond the hole. The
+    /// window covers what came beyond the hole since the loss and the
+    /// flight at the loss (the sender's window is 0.7 of it, the rest
+    /// holes). Held at [`RIDE_OUT_FLIGHTS`] x the flight, a recovery whose
+    /// retransmissions were lost again lasted three RTTs; the sender
+    /// filled the window and stopped, and when the hole filled it let its
+    /// whole congestion window out at once into the queue, lost segments
+    /// again, and cubic, cut a second time below its last maximum, grew
+    /// back to 0.87 of the kernel's window (from vsftpd on 200 Mbit/s x
+    /// 300 ms with a queue of a twentieth of the BDP, measured).
+    ///
+    /// What came beyond the hole is covered up to [`ROOM`] x the flow's
+    /// rate x min-RTT, two round trips of arrivals: a hole that lasts
+    /// longer waits for the sender's timeout, and the window would follow
+    /// it up to the kernel's. Behind bbr, which does not slow down for a
+    /// loss, on 200 Mbit/s x 100 ms with 0.01% random loss, a hole in the
+    /// first ramp lasted 0.8 s and held 8.7 MiB beyond it, and the window
+    /// followed to 17.6 MB where the other runs peaked at 6 MB (measured).
+    pub(super) fn ride_on(&mut self, r: &Reading) -> Decision {
+        let (Some((flight, held_then)), Some(_)) = (self.ride, self.after_recovery) else {
+            return Decision::none();
+        };
+        let beyond = (r.held - held_then).max(0.0);
+        let need = RIDE_OUT_FLIGHTS * flight + beyond.min(self.room(r));
+        if need <= self.window * (1.0 + HYSTERESIS) {
+            return Decision::none();
+        }
+        self.riding_out = true;
+        self.retarget(
+            r.at,
+            need,
+            format!(
+                "the recovery goes on, {} arrived beyond the hole: the window covers it and the \
+                 flight at the loss; {}",
+                show_size(beyond),
+                r.numbers
             ),
-        ))
+        )
     }
 
     /// Alone, the lowest window a loss or a queue may cut to: the flow's
@@ -329,7 +407,7 @@ impl Auto {
         if !self.alone || self.found || self.first_ramp() {
             return Decision::none();
         }
-        let room = ROOM * r.rate * r.rt_prop.as_secs_f64();
+        let room = self.room(r);
         if room <= self.window * (1.0 + HYSTERESIS) {
             return Decision::none();
         }

@@ -133,6 +133,9 @@ pub(super) struct Reading {
     /// window 3% above the BDP read as "the path got faster" and the
     /// probe overflowed a queue of a tenth of the BDP, measured).
     pub(super) empty: bool,
+    /// A receiver's bytes that arrived and were not read yet (behind a
+    /// hole, those beyond it); 0 where unknown.
+    pub(super) held: f64,
     /// The numbers, for the decision record.
     pub(super) numbers: String,
 }
@@ -601,7 +604,7 @@ impl Auto {
         let same_event = self.in_loss_episode(r);
         self.loss_seen = Some(r.at);
         if same_event {
-            return Decision::none();
+            return self.ride_on(r);
         }
         if let (
             true,

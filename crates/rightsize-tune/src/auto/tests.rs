@@ -876,6 +876,7 @@ fn memory_view(at_ms: u64, clamp: u64, loss: bool) -> View {
         }),
         inflight: None,
         recent_rate: None,
+        held: None,
     }
 }
 

@@ -94,6 +94,10 @@ pub struct View {
     /// What this end's own counter saw in the last propagation RTT, bytes
     /// per second: fresher than the sender's reports, which come late.
     pub recent_rate: Option<f64>,
+    /// A receiver's bytes that arrived and were not read yet, counted
+    /// from its arrivals (`tcpi_data_segs_in`): behind a hole after a
+    /// loss, those that came beyond it.
+    pub held: Option<u64>,
 }
 
 impl View {
@@ -344,6 +348,8 @@ impl Observer {
             (_, None) => self.arrived.map_or(sample.bytes, |(_, total)| total),
         };
         self.delivered.push(sample.at, delivered)?;
+        let held = (self.role == Role::Receiver && info.is_some_and(|i| i.data_segs_in.is_some()))
+            .then(|| delivered.saturating_sub(sample.bytes));
         let mut loss = std::mem::take(&mut self.pending_loss);
         let mut unconfirmed_loss = false;
         let mut rcv_wnd = None;
@@ -432,6 +438,7 @@ impl Observer {
             buffers: sample.buffers,
             inflight,
             recent_rate,
+            held,
         })
     }
 }

@@ -292,6 +292,49 @@ fn once_the_rtt_inflates_in_flight_is_bounded_by_twice_the_rate_then_comes_down_
 }
 
 #[test]
+fn once_the_rate_is_found_the_congestion_window_is_followed_no_further_than_the_path_holds() {
+    // The path's rate found with 1.45 x rate x min-RTT in flight (the
+    // bound) and a queue of 200 kB shown (RTT 120 ms over a 1 MB BDP),
+    // then cubic's window at 900 segments (1.30 MB): 1/8 above it is more
+    // than the BDP and the deepest queue hold, and would only overflow
+    // the queue.
+    let (mut auto, base) = started();
+    let full = queued(&base, 500);
+    auto.on_event(&full.event());
+    auto.on_event(
+        &S {
+            rtt_ms: 120,
+            ..later(&full, 600)
+        }
+        .event(),
+    );
+    let d = auto.on_event(
+        &S {
+            cwnd: 900,
+            unacked: 900,
+            rtt_ms: 110,
+            ..later(&full, 700)
+        }
+        .event(),
+    );
+    // The window itself, 1,303,200 bytes (x 1.5 / 0.8 / 2), not 1/8 above
+    // it up to the bound (1.45 MB).
+    assert_eq!(sndbufs(&d), vec![1_221_750]);
+    // A window under what the path holds is still followed 1/8 above
+    // (700 segments, 1.14 MB).
+    let d = auto.on_event(
+        &S {
+            cwnd: 700,
+            unacked: 700,
+            rtt_ms: 110,
+            ..later(&full, 1_400)
+        }
+        .event(),
+    );
+    assert_eq!(sndbufs(&d), vec![1_069_031]);
+}
+
+#[test]
 fn the_payload_per_byte_is_learnt_from_what_is_queued() {
     let mut auto = alone();
     let d = auto.on_event(

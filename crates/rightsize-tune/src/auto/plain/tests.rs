@@ -187,6 +187,7 @@ fn reading(at_ms: u64, mbit: f64, rtt_ms: u64) -> Reading {
         inflated_settled: rtt_ms > 45,
         no_queue: rtt_ms <= 41,
         empty: rtt_ms <= 40,
+        held: 0.0,
         numbers: String::new(),
     }
 }
@@ -294,6 +295,108 @@ fn a_loss_the_window_did_not_cause_is_ridden_out_too() {
     );
     assert_eq!(auto.after_recovery, Some(before));
     assert!(auto.window >= 1.5 * before, "{:.0}", auto.window);
+}
+
+#[test]
+fn a_recovery_that_goes_on_keeps_the_window_beyond_what_arrived_behind_the_hole() {
+    // The loss with a queue at the window: ridden out at 1.75 flights.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    let flight = auto.window;
+    loss_with_a_queue(&mut auto, 2_000, 96.0);
+    let ride = auto.window;
+    assert!(ride >= 1.75 * flight, "{ride:.0}");
+    // An RTT on the hole is still there (its retransmission was lost
+    // too), and half a flight arrived beyond it: the sender sends on past
+    // the window of the loss only if the window covers that as well.
+    let mut r = reading(2_040, 60.0, 40);
+    r.held = 0.5 * flight;
+    let d = auto.on_loss(&r);
+    assert!(
+        d.record.unwrap().reason.contains("the recovery goes on"),
+        "{:?}",
+        d.actions
+    );
+    assert!(
+        auto.window >= 1.75 * flight + 0.5 * flight - 1.0,
+        "the window {:.0} behind a hole with {:.0} beyond it, the flight {flight:.0}",
+        auto.window,
+        r.held
+    );
+    // The hole lasts: what came beyond it is covered up to two round
+    // trips of arrivals at the flow's rate, no further.
+    let two_rounds = 2.0 * r.rate * 0.040;
+    r.at = ms(2_060);
+    r.held = 20.0 * flight;
+    auto.on_loss(&r);
+    let most = 1.75 * flight + two_rounds;
+    assert!(
+        (auto.window - most).abs() <= 0.01 * most,
+        "the window {:.0} behind a long hole, {most:.0} expected",
+        auto.window
+    );
+    // Less beyond the hole than before: the window stays.
+    let before = auto.window;
+    r.at = ms(2_080);
+    r.held = 0.2 * flight;
+    auto.on_loss(&r);
+    assert_eq!(auto.window, before);
+    // Once the recovery is over the cut comes as before, and a later loss
+    // of the same kind raises nothing until a new ride begins.
+    let cut = auto.recovery(&reading(2_300, 90.0, 40), false).unwrap();
+    assert!(cut.record.unwrap().reason.contains("the recovery is over"));
+    assert!(auto.window < before);
+    assert!(auto.ride.is_none() && auto.after_recovery.is_none());
+}
+
+#[test]
+fn a_loss_in_a_ramp_the_window_held_rides_out_the_window_not_the_goodput() {
+    // The ramp held the sender at its window of 2 MB on a 40 ms path;
+    // the goodput, a round behind a doubling flow, shows 1 MB an RTT. The
+    // sender had the whole window out at the loss.
+    let window = 2e6;
+    let mut auto = ramping(window, 1e6);
+    auto.bound = true;
+    auto.history.push_back((ms(1_000), window));
+    let mut r = reading(1_100, 200.0, 47);
+    r.rate = 1e6 / 0.047;
+    r.bw = r.rate;
+    auto.on_loss(&r);
+    assert!(
+        auto.window >= 1.75 * window,
+        "ridden out at {:.0} for a window of {window:.0} in flight",
+        auto.window
+    );
+}
+
+#[test]
+fn the_recovery_over_the_window_stays_twice_the_flight_until_a_queue_shows_the_capacity() {
+    // No queue has shown the capacity: the cut a loss asked for is below
+    // twice the flight, and the window would be raised again a sample
+    // later; it goes to twice the flight instead.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.window *= 3.0;
+    let asked = loss_with_a_queue(&mut auto, 2_000, 96.0);
+    auto.found = false;
+    let r = reading(2_300, 80.0, 40);
+    let room = 2.0 * r.rate * 0.040;
+    assert!(asked < room, "{asked:.0} {room:.0}");
+    let d = auto.recovery(&r, false).unwrap();
+    assert!(
+        d.record.unwrap().reason.contains("until a queue shows"),
+        "{:?}",
+        d.actions
+    );
+    assert!(
+        (auto.window - room).abs() < 1.0,
+        "{:.0} {room:.0}",
+        auto.window
+    );
+    // With the capacity found, the cut is the one the loss asked for.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    auto.window *= 3.0;
+    let asked = loss_with_a_queue(&mut auto, 2_000, 96.0);
+    auto.recovery(&reading(2_300, 80.0, 40), false).unwrap();
+    assert_eq!(auto.window, asked);
 }
 
 #[test]
