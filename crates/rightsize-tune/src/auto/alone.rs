@@ -1076,11 +1076,12 @@ impl Alone {
             } else {
                 self.gain
             };
+            // What the hosts' own delays keep in flight at the path's rate
+            // ([`super::host_room`]).
+            let host = self.btl_bw.get().unwrap_or(0.0)
+                * super::host_room(min_rtt.as_secs_f64(), 1.0, super::HEADROOM, 0.0);
             let bound = if bdp > 0.0 {
-                let base = min_rtt.as_secs_f64();
-                let host = super::host_room(base, 1.0, super::HEADROOM, 0.0);
-                (bdp * gain + self.btl_bw.get().unwrap_or(0.0) * host)
-                    .max(MIN_ALLOWANCE.get() as f64)
+                (bdp * gain + host).max(MIN_ALLOWANCE.get() as f64)
             } else {
                 f64::INFINITY
             };
@@ -1093,9 +1094,7 @@ impl Alone {
             // segments there (measured). Growth when the queue emptied
             // (the path took more) is not held back by it.
             let holds = if self.plateau && bdp > 0.0 {
-                bdp + self.deepest.max(PROBE_STEP * bdp)
-                    + self.btl_bw.get().unwrap_or(0.0)
-                        * super::host_room(min_rtt.as_secs_f64(), 1.0, super::HEADROOM, 0.0)
+                bdp + self.deepest.max(PROBE_STEP * bdp) + host
             } else {
                 f64::INFINITY
             };
