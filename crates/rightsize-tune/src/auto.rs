@@ -520,6 +520,10 @@ struct Auto {
     /// Alone, in the first ramp: since when the window is held at a
     /// queue, and the rate then.
     hold: Option<(Duration, f64)>,
+    /// Alone, in the first ramp after a loss read as the path's: the
+    /// latest of that loss and the last sample the flow filled the window
+    /// (see [`Auto::ramp_goes_on`]).
+    ramp_on: Option<Duration>,
     /// Alone: whether a queue has shown the path's capacity yet.
     found: bool,
     /// Alone: the flow's best rate over the last [`plain::BEST_WINDOW`],
@@ -590,6 +594,7 @@ impl Auto {
             slower_from: None,
             alone,
             hold: None,
+            ramp_on: None,
             found: false,
             best: WindowedMax::new(plain::BEST_WINDOW),
             after_recovery: None,

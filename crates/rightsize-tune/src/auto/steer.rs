@@ -150,6 +150,9 @@ impl Reading {
 impl Auto {
     pub(super) fn steer(&mut self, r: &Reading) -> Decision {
         let settled = r.at.saturating_sub(self.last_change) >= r.rtt;
+        if !self.first_ramp() {
+            self.ramp_on = None;
+        }
         match self.state {
             State::Startup { ceiling, ramp } => {
                 let then = self.window_at(r.at.saturating_sub(r.rtt.saturating_mul(2)));

@@ -642,3 +642,53 @@ fn behind_bbr_with_random_loss_the_kernels_goodput() {
         assert!(auto.goodput >= 0.9 * kernel.goodput, "{text}");
     }
 }
+
+#[test]
+fn a_ramp_that_went_on_after_a_loss_ends_when_the_flow_stops_filling_the_window() {
+    // A loss with no queue in the first ramp reads as the path's: the
+    // ramp goes on while the flow fills the window.
+    let mut auto = ramping(1e6, 0.5e6);
+    auto.bound = true;
+    assert!(auto.first_ramp());
+    let d = auto.first_ramp_loss_alone(&reading(1_000, 100.0, 40));
+    assert!(d.record.unwrap().reason.contains("ramp on"));
+    assert!(auto.first_ramp());
+    let idle = |at_ms| {
+        let mut r = reading(at_ms, 50.0, 40);
+        r.limited = false;
+        r
+    };
+    // Not filled for three RTTs, then filled: the ramp goes on.
+    for at_ms in (1_040..=1_120).step_by(40) {
+        auto.first_ramp_alone(&idle(at_ms), RAMP_FACTOR_ALONE);
+    }
+    assert!(auto.first_ramp());
+    auto.first_ramp_alone(&reading(1_150, 100.0, 40), RAMP_FACTOR_ALONE);
+    assert!(auto.first_ramp());
+    // A loss-based sender left its slow start at the loss: four RTTs
+    // with the window not filled, and the ramp is over; the window stays.
+    let window = auto.window;
+    for at_ms in (1_190..=1_270).step_by(40) {
+        auto.first_ramp_alone(&idle(at_ms), RAMP_FACTOR_ALONE);
+    }
+    assert!(auto.first_ramp());
+    let d = auto.first_ramp_alone(&idle(1_310), RAMP_FACTOR_ALONE);
+    assert!(
+        d.record
+            .unwrap()
+            .reason
+            .contains("the sender's slow start is over"),
+        "{:?}",
+        d.actions
+    );
+    assert!(!auto.first_ramp());
+    assert_eq!(auto.window, window);
+    // With no such loss, a flow that does not fill the window (its sender
+    // slower than the path) leaves the ramp where it is.
+    let mut auto = ramping(1e6, 0.5e6);
+    auto.bound = true;
+    for at_ms in (1_000..=3_000).step_by(40) {
+        auto.first_ramp_alone(&idle(at_ms), RAMP_FACTOR_ALONE);
+    }
+    assert!(auto.first_ramp());
+}
