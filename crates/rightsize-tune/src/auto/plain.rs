@@ -198,7 +198,6 @@ impl Auto {
             return Decision::none();
         }
         self.ramp_on = None;
-        self.hold = None;
         self.state = State::Cruise;
         Decision::note(
             self.state.name(),
