@@ -31,8 +31,8 @@ usage: rightsize-bench peers [--paths lfn,shallow,changing,short,bbr-loss,reno,m
 Runs rightsize's tuners against other FTP programs, and itself, on emulated paths (bench/paths/
 NAME.toml, or a spec file), each run on a fresh `rightsize path run`, as root. Beyond the
 default list, bench/paths/ holds the corners of the range, each run on its own: short12 (12 ms),
-far (300 ms, a twentieth of a BDP), lan (10 Mbit/s x 1 ms), lossy1k (0.1% random loss). The server is on
-the right host (the sender), the client on the left (the receiver):
+far (300 ms, a twentieth of a BDP), lan (10 Mbit/s x 1 ms), lossy1k (0.1% random loss). The
+server is on the right host (the sender), the client on the left (the receiver):
   rightsize  rightsize get --tune T from rightsize serve --tune T (both ends tune)
   vsftpd     rightsize get --tune T from vsftpd (the receiver tunes alone)
   curl       curl from rightsize serve --tune T (the sender tunes alone)
