@@ -498,6 +498,39 @@ fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
     assert_eq!(auto.window, 256e3);
 }
 
+/// On 200 Mbit/s x 100 ms with the window bound, the first ramp holds at
+/// an RTT of +6% (150 kB queued) and ramps on at +4%, which the sender's
+/// slow-start bursts show long before the window binds.
+#[test]
+fn the_first_ramp_holds_at_a_queue_of_a_twentieth_of_min_rtt() {
+    let at = |at_ms: u64, rtt_us: u64| Reading {
+        rt_prop: ms(100),
+        rtt: Duration::from_micros(rtt_us),
+        inflated: false,
+        inflated_settled: false,
+        no_queue: false,
+        empty: false,
+        ..reading(at_ms, 100.0, 40)
+    };
+    let mut auto = ramping(2e6, 1.25e6);
+    auto.bound = true;
+    let d = auto.first_ramp_alone(&at(1_000, 104_000), RAMP_FACTOR_ALONE);
+    assert!(auto.hold.is_none(), "{:?}", d.record);
+    assert!(auto.window > 2e6, "{:.0}", auto.window);
+    let window = auto.window;
+    let d = auto.first_ramp_alone(&at(1_013, 106_000), RAMP_FACTOR_ALONE);
+    assert!(
+        d.record
+            .unwrap()
+            .reason
+            .contains("a queue: hold the window"),
+        "{:?}",
+        d.actions
+    );
+    assert!(auto.hold.is_some());
+    assert_eq!(auto.window, window);
+}
+
 /// A slow start read from the receiver's byte counter on a long path: each
 /// round arrives as one train, twice the one before (from vsftpd on
 /// 200 Mbit/s x 300 ms: 58, 116 and 232 kB, each train within 100 ms).
