@@ -44,12 +44,12 @@ use std::time::Duration;
 /// queue of a tenth of the BDP adds +10%, which the usual +1/8 never sees
 /// before it overflows. At 1/16 (+6.75% on 200 Mbit/s x 100 ms, from
 /// vsftpd), the RTT read +6% for four samples in one run while the window
-/// grew from 1.04 to 1.46 BDPs; the peaks of six runs there and on
-/// `bench/paths/changing.toml` were 6.16 to 8.35 MB of buffer, and 6.15
-/// to 6.97 MB at 1/20 with the same goodput (measured). Lower, the slow
-/// start's own bursts count: the RTT read +2 to +6% for 8 to 18 samples
-/// in a row with the window a tenth to three quarters of the BDP, long
-/// before it bound.
+/// grew from 1.04 to 1.46 BDPs. Over six runs each there and on
+/// `bench/paths/changing.toml`, the median peak was 6.50 and 7.25 MB of
+/// buffer at 1/16, 6.16 and 6.83 MB at 1/20, with the same goodput
+/// (measured). Lower, the slow start's own bursts count: the RTT read +2
+/// to +6% for 8 to 18 samples in a row with the window a tenth to three
+/// quarters of the BDP, long before it bound.
 const QUEUED: f64 = 1.0 / 20.0;
 /// The first ramp grows its window no further than this many times what
 /// arrived in the last min-RTT. Where a window of 256 KiB is already
