@@ -487,6 +487,9 @@ struct Auto {
     /// Whether the window has held the sender back yet: before that, a
     /// queue is the sender's own slow start bursting into the bottleneck.
     bound: bool,
+    /// Whether the first ramp has held at a queue yet (see
+    /// [`plain`]'s `FOLLOW_AHEAD`).
+    ramp_held: bool,
     last_change: Duration,
     /// When the window was last raised.
     last_raise: Duration,
@@ -577,6 +580,7 @@ impl Auto {
             put_right_last: false,
             saturated_once: false,
             bound: false,
+            ramp_held: false,
             last_change: Duration::ZERO,
             last_raise: Duration::ZERO,
             last_rt_prop: None,

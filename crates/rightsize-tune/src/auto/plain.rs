@@ -21,7 +21,8 @@
 //!   with all of the window delivered and no queue, the ramp does); if it
 //!   does not, the bandwidth is found: the window becomes the rate x
 //!   min-RTT plus headroom. Cut at once to the goodput instead, which lags
-//!   by two RTTs, the window fell to a third of the BDP.
+//!   by two RTTs, the window fell to a third of the BDP. Once it has held,
+//!   the ramp grows no further than [`FOLLOW_AHEAD`] x what arrived.
 //! - A loss with a queue ends the ramp, with no cut below [`LOSS_KEEP`] of
 //!   the window that was in flight (the sender has cut its own window
 //!   already); a loss with no queue is the path's, and the ramp goes on
@@ -61,6 +62,23 @@ const QUEUED: f64 = 1.0 / 20.0;
 /// two RTTs carried per RTT, so the bound leaves a ramp that follows one
 /// as it was.
 const RAMP_AHEAD: f64 = 4.0;
+/// A ramp whose sender the window holds back, in flight already, grows
+/// its window no further than this many times what arrived in the last
+/// min-RTT: a ramp again after the path changed, and the first ramp once
+/// it has held at a queue (the sender's slow-start bursts, at 0.4 to 0.7
+/// BDPs in every run from vsftpd on 200 Mbit/s x 100 ms). Each step of
+/// the window lets the sender out at once, so what arrives is the window
+/// of an RTT before: at x1.5 per RTT the window leads it by x1.5, and the
+/// bound holds nothing back until the flow stops following, the path
+/// full. Bounded only by [`RAMP_AHEAD`], the window went on growing for
+/// the time the queue took to show in the receiver's RTT: x1.5 per RTT
+/// after the path changed, to 1.8 BDPs and 8.4 MB of buffer (0.25 x the
+/// kernel's), and x2 per RTT after a hold, for 0.19 s on an RTT reading
+/// that stood still, to 4 BDPs, a loss and 38 MB
+/// (`bench/paths/changing.toml` from vsftpd, measured). At this bound
+/// the window stops at 1.6 BDPs, short of the 2 BDPs a queue of one BDP
+/// overflows at.
+const FOLLOW_AHEAD: f64 = 1.6;
 /// After a loss in the first ramp read as the path's, the ramp ends once
 /// the flow has not filled the window for this many min-RTTs.
 const RAMP_ON_RTTS: u32 = 4;
@@ -128,6 +146,7 @@ impl Auto {
         }
         if queued && self.bound {
             self.hold = Some((r.at, r.rate));
+            self.ramp_held = true;
             self.last_growth = r.at;
             return Decision::note(
                 self.state.name(),
@@ -172,7 +191,9 @@ impl Auto {
     /// there, the window of 50 Mbit/s x 160 ms went from 1.1 to 4.8 MB,
     /// twice the new BDP, in two and a half RTTs after the path became
     /// 200 Mbit/s x 100 ms, and the flow lost segments with 13.8 MB of
-    /// memory (`bench/paths/changing.toml` from vsftpd, measured).
+    /// memory (`bench/paths/changing.toml` from vsftpd, measured). Nor
+    /// does it grow once it is [`FOLLOW_AHEAD`] x what arrived, as the
+    /// first ramp once it has held at a queue.
     fn ramp_window(&self, factor: f64, rtts: f64) -> f64 {
         let grown = Ramp::Times(factor).grow(self.window, rtts);
         let grown = if factor < super::RAMP_FACTOR_ALONE {
@@ -181,7 +202,12 @@ impl Auto {
             let slow_start = (ROOM * self.carried).min(Ramp::Times(ROOM).grow(self.window, rtts));
             grown.max(slow_start)
         };
-        grown.min(self.window.max(RAMP_AHEAD * self.carried))
+        let ahead = if factor < super::RAMP_FACTOR_ALONE || self.ramp_held {
+            FOLLOW_AHEAD
+        } else {
+            RAMP_AHEAD
+        };
+        grown.min(self.window.max(ahead * self.carried))
     }
 
     /// Alone, in the first ramp, a sample the flow did not fill the

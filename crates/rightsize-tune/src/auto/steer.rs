@@ -471,7 +471,20 @@ impl Auto {
                         format!("the queue does not drain further; {}", r.numbers),
                     );
                 }
-                self.rtt_rose(r, check, busy.unwrap_or(r.rate), "with a smaller window")
+                // Alone, the rate the queue kept busy was read from a
+                // goodput over two RTTs that still showed the faster path
+                // before (112 Mbit/s of 50, with a queue of 400 ms): a
+                // window sized from it was 3.5 times the new BDP, the flow
+                // overflowed the queue and the receive buffer peaked at
+                // 16 MB (from vsftpd on `bench/paths/changing.toml`,
+                // measured). An RTT that stayed inflated is a queue that
+                // stayed, the bottleneck busy all along: the goodput of
+                // now is its rate.
+                let busy = match busy {
+                    Some(busy) if self.alone => busy.min(r.rate),
+                    busy => busy.unwrap_or(r.rate),
+                };
+                self.rtt_rose(r, check, busy, "with a smaller window")
             }
             State::StepAside => {
                 if r.at.saturating_sub(self.last_loss) >= scaled(r.rt_prop, QUIET_RTTS) {

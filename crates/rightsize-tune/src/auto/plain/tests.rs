@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::super::steer::{Reading, State};
+use super::super::steer::{DrainCheck, Reading, State};
 use super::super::tests::bench_changing;
 use super::super::{Auto, HEADROOM, RAMP_FACTOR, RAMP_FACTOR_ALONE};
 use crate::tcpinfo::TcpInfoSample;
@@ -215,6 +215,39 @@ fn cruising_at_96(window: Option<f64>, headroom: f64) -> Auto {
     auto.window = window.unwrap_or_else(|| auto.target(rate, ms(40)));
     auto.history.push_back((ms(1_000), auto.window));
     auto
+}
+
+#[test]
+fn an_rtt_that_stayed_in_a_drain_sizes_the_window_from_the_goodput_of_now() {
+    // The path went from 200 Mbit/s x 40 ms to 50 Mbit/s with a deeper
+    // RTT; the drain's first inflated reading was the goodput of before,
+    // 112 Mbit/s. Two drain rounds on, the RTT stays at 98 ms with the
+    // flow at 48 Mbit/s: the path's RTT rose, and the window is sized
+    // from 48 Mbit/s, not 112.
+    let mut auto = cruising_at_96(None, HEADROOM);
+    let busy = 112e6 / 8.0;
+    auto.state = State::Drain(DrainCheck {
+        began: ms(1_000),
+        until: ms(1_500),
+        bw_before: 200e6 / 8.0,
+        busy: Some((busy, ms(170))),
+        start_rtt: ms(98),
+        min_rtt: ms(98),
+        most_rtt: ms(170),
+        flat: (ms(98), ms(1_300)),
+        rounds: 2,
+    });
+    let mut r = reading(1_600, 48.0, 98);
+    r.limited = false;
+    let d = auto.steer(&r);
+    let reason = d.record.map(|r| r.reason).unwrap_or_default();
+    assert!(reason.contains("the path's RTT rose"), "{reason}");
+    let window = 48e6 / 8.0 * 0.098 * (1.0 + HEADROOM);
+    assert!(
+        (auto.window - window).abs() < 1e3,
+        "{:.0} for {window:.0}: {reason}",
+        auto.window
+    );
 }
 
 #[test]
@@ -496,6 +529,37 @@ fn the_first_ramp_leaves_a_slow_start_twice_what_arrived() {
     r.limited = false;
     auto.first_ramp_alone(&r, RAMP_FACTOR_ALONE);
     assert_eq!(auto.window, 256e3);
+}
+
+#[test]
+fn a_ramp_behind_a_bound_sender_leads_what_arrives_by_no_more_than_its_growth() {
+    // After the path changed the sender is in flight: what arrives is the
+    // window of an RTT before. Following it at x1.5 per RTT, the window is
+    // not held back ...
+    let again = |window: f64, carried: f64| {
+        let mut auto = ramping(window, carried);
+        auto.first_ramp_alone(&reading(40, 1.0, 40), RAMP_FACTOR);
+        auto.window
+    };
+    let window = again(1e6, 0.97e6);
+    assert!((window - 1.5e6).abs() < 1e3, "{window:.0}");
+    // ... until the flow stops following it, the path full: 1.6 x what
+    // arrived, where the first ramp would go on to four times.
+    let window = again(3e6, 2.4e6);
+    assert!((window - 3.84e6).abs() < 1e3, "{window:.0}");
+    let window = again(4e6, 2.4e6);
+    assert_eq!(window, 4e6);
+    // So does the first ramp once it has held at a queue: its sender is
+    // bound and in flight. Before that, it follows a slow start.
+    let first = |held: bool| {
+        let mut auto = ramping(3e6, 2.4e6);
+        auto.ramp_held = held;
+        one_rtt_of_ramp(&mut auto)
+    };
+    let window = first(true);
+    assert!((window - 3.84e6).abs() < 1e3, "{window:.0}");
+    let window = first(false);
+    assert!((window - 5.25e6).abs() < 1e3, "{window:.0}");
 }
 
 /// On 200 Mbit/s x 100 ms with the window bound, the first ramp holds at
