@@ -233,11 +233,24 @@ const RTT_FLOOR: Duration = Duration::from_micros(500);
 /// 6.0 ms behind a window of 1.06 x rate x min-RTT with nothing queued,
 /// the window stopped the sender 40 to 68% of the time, and the flow made
 /// 0.84 x the kernel's goodput (measured between two rightsize ends, with
-/// a queue of 4 x BDP). So the window is at least rate x (min-RTT + this),
-/// and the RTT reads queued or inflated only beyond it: on paths from
-/// 40 ms up ([`HEADROOM`] x min-RTT is as much) nothing changes (see
-/// [`host_room`]).
+/// a queue of 4 x BDP). So the window is at least rate x (min-RTT + this;
+/// a receiver alone's [`HOST_PARTS_ALONE`] times this), and the RTT reads
+/// queued or inflated only beyond it: on paths from 40 ms up (80 ms for
+/// a receiver alone; [`HEADROOM`] x min-RTT is as much) nothing changes
+/// (see [`host_room`]).
 const HOST_DELAY: Duration = Duration::from_micros(2500);
+/// A receiver alone counts the hosts' delay this many times over: its RTT
+/// is the kernel's `tcpi_rcv_rtt`, which since Linux 6.16 takes any
+/// smaller sample at once (see docs/linux-tcp.md), so it reads the least
+/// of the round trips its flow sees, not their mean. From vsftpd on
+/// 100 Mbit/s x 5 ms, `tcpi_rcv_rtt` read 6.0 ms at the median in every
+/// run while the window over the goodput, the round trip that held the
+/// flow, was 7.6 ms at the median in most runs and 8.4 to 9.1 ms in some;
+/// a window of the rate x (min-RTT + one host delay) made 84.9 and 56.2
+/// Mbit/s in two runs of eight against the kernel's 95.7 to 96.2, and a
+/// drain read one of those round trips as a queue and cut the window to
+/// half the BDP (measured).
+const HOST_PARTS_ALONE: f64 = 2.0;
 /// The shortest RTT a window is sized for. On loopback and LANs min-RTT
 /// (tens of microseconds) says little about the loaded RTT, which the
 /// receiving application's scheduling sets: a window of rate x min-RTT
@@ -433,9 +446,10 @@ fn rtt_above(base: f64, share: f64, part: f64) -> f64 {
 }
 
 /// The RTT above which a flow over a path of min-RTT `base` reads
-/// inflated: [`INFLATION`] above it, and at least twice [`HOST_DELAY`].
-fn inflated_above(base: Duration) -> f64 {
-    rtt_above(base.as_secs_f64(), INFLATION, 2.0)
+/// inflated: [`INFLATION`] above it, and at least twice [`HOST_DELAY`]
+/// (`host` times that: see [`Auto::host_parts`]).
+fn inflated_above(base: Duration, host: f64) -> f64 {
+    rtt_above(base.as_secs_f64(), INFLATION, 2.0 * host)
 }
 
 /// An RTT this much below min-RTT (and [`RTT_FLOOR`]) is a path that
@@ -706,7 +720,13 @@ impl Auto {
 
     fn target(&self, bw: f64, rt_prop: Duration) -> f64 {
         let sized = rt_prop.max(MIN_SIZING_RTT).as_secs_f64();
-        bw * (sized * (1.0 + self.headroom) + host_room(sized, 1.0, HEADROOM, 0.0))
+        bw * (sized * (1.0 + self.headroom) + host_room(sized, self.host_parts(), HEADROOM, 0.0))
+    }
+
+    /// How many times over this end counts [`HOST_DELAY`]: a receiver
+    /// alone [`HOST_PARTS_ALONE`], any other once.
+    fn host_parts(&self) -> f64 {
+        if self.alone { HOST_PARTS_ALONE } else { 1.0 }
     }
 
     fn on_train(&mut self, bytes: u64, dispersion: Duration) -> Decision {
@@ -964,15 +984,17 @@ impl Auto {
             RTT_FLOOR.as_secs_f64(),
         );
         let queue_pct = (now / base - 1.0) * 100.0;
-        let inflated_above = inflated_above(rt_prop);
-        // The window leaves up to [`HOST_DELAY`] queued on a short path:
-        // no queue is up to half of that, empty a quarter.
+        let host = self.host_parts();
+        let inflated_above = inflated_above(rt_prop, host);
+        // The window leaves up to [`HOST_DELAY`] queued on a short path
+        // (alone, twice that): no queue is up to half of that, empty a
+        // quarter.
         let no_queue_above = base * (1.0 + self.headroom / 2.0)
             + floor
-            + host_room(base, 0.5, HEADROOM / 2.0, floor);
+            + host_room(base, 0.5 * host, HEADROOM / 2.0, floor);
         let empty_above = base * (1.0 + self.headroom / 4.0)
             + floor
-            + host_room(base, 0.25, HEADROOM / 4.0, floor);
+            + host_room(base, 0.25 * host, HEADROOM / 4.0, floor);
         // "No queue" leaves room for one segment's time at the flow's rate
         // too: a segment waits for its own serialization at the
         // bottleneck, which min-RTT need not hold (1.2 ms at 10 Mbit/s; a

@@ -41,7 +41,9 @@ use crate::meter::{show_rate, show_size};
 use std::time::Duration;
 
 /// The first ramp stops to look at a queue of this share of min-RTT
-/// (plus the timer slack, and at least half of [`super::HOST_DELAY`]): a
+/// (plus the timer slack, and at least half of the hosts' delay as a
+/// receiver alone counts it, [`super::HOST_PARTS_ALONE`] x
+/// [`super::HOST_DELAY`]): a
 /// queue of a tenth of the BDP adds +10%, which the usual +1/8 never sees
 /// before it overflows. At 1/16 (+6.75% on 200 Mbit/s x 100 ms, from
 /// vsftpd), the RTT read +6% for four samples in one run while the window
@@ -103,7 +105,7 @@ impl Auto {
     /// `factor` per RTT.
     pub(super) fn first_ramp_alone(&mut self, r: &Reading, factor: f64) -> Decision {
         let base = r.rt_prop.as_secs_f64();
-        let queued = r.rtt.as_secs_f64() > super::rtt_above(base, QUEUED, 0.5);
+        let queued = r.rtt.as_secs_f64() > super::rtt_above(base, QUEUED, 0.5 * self.host_parts());
         if let Some((since, rate)) = self.hold {
             self.last_growth = r.at;
             // All of the window delivered with no queue: the queue was the

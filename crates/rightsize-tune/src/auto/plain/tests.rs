@@ -218,6 +218,20 @@ fn cruising_at_96(window: Option<f64>, headroom: f64) -> Auto {
 }
 
 #[test]
+fn a_receiver_alone_counts_the_hosts_delay_twice_on_a_short_path() {
+    // Its RTT, `tcpi_rcv_rtt`, reads the least of the flow's round trips:
+    // on 100 Mbit/s x 5 ms its window leaves 2.5 ms more than a receiver
+    // whose sender is rightsize ...
+    let alone = Auto::new(ctx(Role::Receiver, Peer::Other));
+    let paired = Auto::new(ctx(Role::Receiver, Peer::Rightsize));
+    let rate = 100e6 / 8.0;
+    let extra = alone.target(rate, ms(5)) - paired.target(rate, ms(5));
+    assert!((extra - rate * 0.0025).abs() < 1.0, "{extra:.0}");
+    // ... and, from 80 ms, where 1/16 of min-RTT covers both, nothing.
+    assert_eq!(alone.target(rate, ms(80)), paired.target(rate, ms(80)));
+}
+
+#[test]
 fn an_rtt_that_stayed_in_a_drain_sizes_the_window_from_the_goodput_of_now() {
     // The path went from 200 Mbit/s x 40 ms to 50 Mbit/s with a deeper
     // RTT; the drain's first inflated reading was the goodput of before,
