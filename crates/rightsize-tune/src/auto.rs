@@ -445,13 +445,6 @@ fn rtt_above(base: f64, share: f64, part: f64) -> f64 {
     base * (1.0 + share) + floor + host_room(base, part, share, floor)
 }
 
-/// The RTT above which a flow over a path of min-RTT `base` reads
-/// inflated: [`INFLATION`] above it, and at least twice [`HOST_DELAY`]
-/// (`host` times that: see [`Auto::host_parts`]).
-fn inflated_above(base: Duration, host: f64) -> f64 {
-    rtt_above(base.as_secs_f64(), INFLATION, 2.0 * host)
-}
-
 /// An RTT this much below min-RTT (and [`RTT_FLOOR`]) is a path that
 /// got shorter, not a better sample of the same one.
 const SHORTER: f64 = 1.0 / 8.0;
@@ -720,13 +713,32 @@ impl Auto {
 
     fn target(&self, bw: f64, rt_prop: Duration) -> f64 {
         let sized = rt_prop.max(MIN_SIZING_RTT).as_secs_f64();
-        bw * (sized * (1.0 + self.headroom) + host_room(sized, self.host_parts(), HEADROOM, 0.0))
+        bw * (sized * (1.0 + self.headroom) + self.host_room(sized, 1.0, HEADROOM, 0.0))
     }
 
     /// How many times over this end counts [`HOST_DELAY`]: a receiver
     /// alone [`HOST_PARTS_ALONE`], any other once.
     fn host_parts(&self) -> f64 {
         if self.alone { HOST_PARTS_ALONE } else { 1.0 }
+    }
+
+    /// [`host_room`], `part` counted as this end counts the hosts' delay
+    /// ([`Auto::host_parts`]).
+    fn host_room(&self, base: f64, part: f64, share: f64, floor: f64) -> f64 {
+        host_room(base, part * self.host_parts(), share, floor)
+    }
+
+    /// [`rtt_above`], `part` counted as this end counts the hosts' delay
+    /// ([`Auto::host_parts`]).
+    fn rtt_above(&self, base: f64, share: f64, part: f64) -> f64 {
+        rtt_above(base, share, part * self.host_parts())
+    }
+
+    /// The RTT above which a flow over a path of min-RTT `base` reads
+    /// inflated: [`INFLATION`] above it, and at least twice the hosts'
+    /// delay.
+    fn inflated_above(&self, base: Duration) -> f64 {
+        self.rtt_above(base.as_secs_f64(), INFLATION, 2.0)
     }
 
     fn on_train(&mut self, bytes: u64, dispersion: Duration) -> Decision {
@@ -984,17 +996,16 @@ impl Auto {
             RTT_FLOOR.as_secs_f64(),
         );
         let queue_pct = (now / base - 1.0) * 100.0;
-        let host = self.host_parts();
-        let inflated_above = inflated_above(rt_prop, host);
+        let inflated_above = self.inflated_above(rt_prop);
         // The window leaves up to [`HOST_DELAY`] queued on a short path
         // (alone, twice that): no queue is up to half of that, empty a
         // quarter.
         let no_queue_above = base * (1.0 + self.headroom / 2.0)
             + floor
-            + host_room(base, 0.5 * host, HEADROOM / 2.0, floor);
+            + self.host_room(base, 0.5, HEADROOM / 2.0, floor);
         let empty_above = base * (1.0 + self.headroom / 4.0)
             + floor
-            + host_room(base, 0.25 * host, HEADROOM / 4.0, floor);
+            + self.host_room(base, 0.25, HEADROOM / 4.0, floor);
         // "No queue" leaves room for one segment's time at the flow's rate
         // too: a segment waits for its own serialization at the
         // bottleneck, which min-RTT need not hold (1.2 ms at 10 Mbit/s; a

@@ -43,9 +43,8 @@ use std::time::Duration;
 /// The first ramp stops to look at a queue of this share of min-RTT
 /// (plus the timer slack, and at least half of the hosts' delay as a
 /// receiver alone counts it, [`super::HOST_PARTS_ALONE`] x
-/// [`super::HOST_DELAY`]): a
-/// queue of a tenth of the BDP adds +10%, which the usual +1/8 never sees
-/// before it overflows. At 1/16 (+6.75% on 200 Mbit/s x 100 ms, from
+/// [`super::HOST_DELAY`]): a queue of a tenth of the BDP adds +10%, which
+/// the usual +1/8 never sees before it overflows. At 1/16 (+6.75% on 200 Mbit/s x 100 ms, from
 /// vsftpd), the RTT read +6% for four samples in one run while the window
 /// grew from 1.04 to 1.46 BDPs. Over six runs each there and on
 /// `bench/paths/changing.toml`, the median peak was 6.50 and 7.25 MB of
@@ -105,7 +104,7 @@ impl Auto {
     /// `factor` per RTT.
     pub(super) fn first_ramp_alone(&mut self, r: &Reading, factor: f64) -> Decision {
         let base = r.rt_prop.as_secs_f64();
-        let queued = r.rtt.as_secs_f64() > super::rtt_above(base, QUEUED, 0.5 * self.host_parts());
+        let queued = r.rtt.as_secs_f64() > self.rtt_above(base, QUEUED, 0.5);
         if let Some((since, rate)) = self.hold {
             self.last_growth = r.at;
             // All of the window delivered with no queue: the queue was the

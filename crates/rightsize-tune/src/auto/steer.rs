@@ -415,8 +415,7 @@ impl Auto {
                     }
                     return Decision::none();
                 }
-                let drained = check.min_rtt.as_secs_f64()
-                    <= super::inflated_above(r.rt_prop, self.host_parts());
+                let drained = check.min_rtt.as_secs_f64() <= self.inflated_above(r.rt_prop);
                 // A round in which the RTT climbed (the queue still filling
                 // from a window the rate had not caught up with yet) says
                 // nothing about the path's RTT.
